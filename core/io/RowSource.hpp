@@ -1,0 +1,71 @@
+#pragma once
+/// Streaming access to a cells x genes matrix on disk, one row range at a time.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/data/CsrShard.hpp"
+#include "core/data/Dataset.hpp"
+#include "core/io/errors.hpp"
+#include "core/data/ShardedCsr.hpp"
+
+namespace fathom::io {
+
+/// Reads any row range [begin, end) of a matrix straight from its file without reading
+/// the other rows (HDF5 hyperslabs for CSR; bounded-memory block scans for CSC and
+/// dense; an index of line offsets for Matrix Market). Thread-safety: one RowSource
+/// may be used from one thread at a time; open one per device to read in parallel.
+class RowSource {
+public:
+    virtual ~RowSource() = default;
+
+    virtual MatrixShape shape() const = 0;
+    /// Stored non-zeros of the whole matrix (after any feature selection).
+    virtual std::int64_t nnz() const = 0;
+    /// Rows [begin, end) as a CSR shard with sorted gene indices and row_begin = begin.
+    /// Throws FormatError naming the object when the stored data are malformed
+    /// (indices out of range, NaN/Inf, negative counts where counts are required).
+    virtual CsrShard read_rows(std::int64_t begin, std::int64_t end) = 0;
+    /// Global row offsets (num_cells + 1), used to balance shards by nnz. May read the
+    /// whole indptr (8 bytes per cell) but never the values.
+    virtual std::vector<std::int64_t> row_offsets() = 0;
+    /// A fresh, independent source over the same matrix (for reading on another thread).
+    virtual std::unique_ptr<RowSource> clone() const = 0;
+};
+
+/// Which matrix to open and how to name things.
+struct ReadOptions {
+    /// "X" (default), "raw" (raw/X with raw/var), or "layers/<name>". h5ad only.
+    std::string matrix = "X";
+    /// 10x: feature types to keep ("Gene Expression" by default as scanpy's
+    /// gex_only=True); empty keeps every feature.
+    std::string feature_type = "Gene Expression";
+    /// 10x v2: genome group to read; empty = the only one (error if several).
+    std::string genome;
+    /// anndata's var_names_make_unique / obs_names_make_unique. Off by default since
+    /// scanpy's 10x readers keep duplicates.
+    bool make_var_names_unique = false;
+    bool make_obs_names_unique = false;
+    /// Read obsm/varm/uns (small, host-side). Off skips them for speed.
+    bool read_annotations = true;
+};
+
+/// A dataset opened for streaming: host-side metadata plus a row source.
+struct OpenedDataset {
+    Dataset meta;
+    std::unique_ptr<RowSource> source;
+};
+
+/// Detects the format by content (HDF5 signature and layout, Matrix Market banner,
+/// folder contents), then opens it. Throws ReadError or FormatError.
+OpenedDataset open_dataset(const std::string& path, const ReadOptions& options = {});
+
+/// The detected format only; throws like open_dataset.
+DatasetFormat detect_format(const std::string& path);
+
+/// Loads the whole matrix as shards, reading each shard's rows from the source.
+/// `ranges` from split_rows_evenly / split_rows_by_nnz.
+ShardedCsr load_shards(RowSource& source, const std::vector<RowRange>& ranges);
+
+}  // namespace fathom::io
