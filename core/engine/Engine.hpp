@@ -1,42 +1,128 @@
 #pragma once
-/// The background engine: a job queue served by one worker thread. The GUI and the CLI
-/// submit work and poll JobHandle::status(); engine threads never call back into UI code.
-#include <condition_variable>
-#include <deque>
-#include <functional>
+/// The engine facade used by the GUI and the CLI: open a dataset, run the pipeline,
+/// query genes and filters, export. Everything runs on engine threads and returns a
+/// handle at once; results are immutable snapshots (shared_ptr<const T>).
+///
+/// Two queues: "compute" (open, pipeline, export) and "query" (gene values, filters),
+/// so colouring by a gene stays fast while a long pipeline job runs. Queries read the
+/// loaded raw shards, which never change after open().
+#include <cstdint>
+#include <map>
 #include <memory>
-#include <mutex>
 #include <string>
-#include <thread>
+#include <vector>
 
+#include "core/data/Dataset.hpp"
+#include "core/data/Table.hpp"
 #include "core/engine/Job.hpp"
+#include "core/engine/Pending.hpp"
+#include "core/engine/PipelineSettings.hpp"
+#include "core/types/DenseMatrix.hpp"
 
 namespace fathom {
 
-/// Runs submitted jobs one at a time, in submission order, on a worker thread.
-/// Errors never escape: a job that throws ends Failed with the exception's message
-/// (which names the file, object or option at fault); Cancelled ends it Cancelled.
-class JobQueue {
-public:
-    JobQueue();
-    ~JobQueue();  ///< cancels queued and running jobs, then joins the worker
-    JobQueue(const JobQueue&) = delete;
-    JobQueue& operator=(const JobQueue&) = delete;
+/// Where the shards live and how many. Parsed from "cpu", "cpu:N" or "cuda:0,1,..."
+/// (CUDA devices fall back to CPU shards, with a message, when no device is usable).
+struct EngineConfig {
+    std::string devices = "cpu:1";
+};
 
-    /// Queues `work`; returns at once. `work` reports progress through its JobContext.
-    JobHandle submit(std::string name, std::function<void(JobContext&)> work);
+/// One obs/var column as the UI lists it.
+struct ColumnSummary {
+    std::string name;
+    std::string type;               ///< "int", "float", "bool", "string", "categorical"
+    std::int64_t num_categories = 0;///< categorical only
+};
+
+/// What the dataset panel shows.
+struct DatasetSummary {
+    std::string path;
+    std::string format;             ///< format_name()
+    MatrixShape shape;
+    std::int64_t nnz = 0;
+    bool integer_counts = false;
+    std::int64_t memory_bytes = 0;  ///< CSR shards in memory
+    std::vector<ColumnSummary> obs_columns;
+    std::vector<ColumnSummary> var_columns;
+    std::vector<std::string> obsm_keys;
+    std::vector<std::string> devices;  ///< one name per shard, e.g. "cpu:0"
+};
+
+/// Marker genes of one group (rank_genes_groups), best first.
+struct MarkerGroup {
+    std::string group;
+    std::vector<std::string> genes;
+    std::vector<double> scores, logfoldchanges, pvals, pvals_adj, pct_group, pct_rest;
+};
+
+/// Immutable state of the analysis after the last finished job.
+struct AnalysisSnapshot {
+    std::uint64_t version = 0;                       ///< increases with every change
+    std::shared_ptr<const DatasetSummary> dataset;   ///< null before open()
+    std::shared_ptr<const Table> obs;                ///< barcodes + QC, clusters, user annotations
+    std::shared_ptr<const Table> var;                ///< gene names + HVG flags, means
+    std::map<std::string, std::shared_ptr<const DenseMatrix<float>>> obsm;  ///< X_pca, X_umap, ...
+    std::map<std::string, std::vector<std::string>> colors;  ///< "<key>" -> "#rrggbb" per category
+    std::vector<MarkerGroup> markers;                ///< empty until markers ran
+    std::string markers_groupby;                     ///< obs column the markers compare
+};
+
+/// An intermediate or final embedding published while UMAP runs.
+struct EmbeddingFrame {
+    std::uint64_t sequence = 0;     ///< increases with every published frame
+    int epoch = 0;
+    int total_epochs = 0;
+    bool final = false;
+    DenseMatrix<float> coordinates; ///< cells x 2 (or 3)
+};
+
+/// Which values of a gene.
+enum class ValueLayer {
+    Counts,    ///< as stored in X
+    LogNorm,   ///< ln(1 + x * 10,000 / cell total)
+};
+
+/// One gene's value for every cell (cells in obs order).
+struct GeneValues {
+    std::string gene;
+    std::int64_t gene_index = -1;
+    ValueLayer layer = ValueLayer::LogNorm;
+    std::vector<float> values;  ///< num_cells
+    float min_value = 0.0f, max_value = 0.0f;
+};
+
+/// The engine. Not copyable; destroying it cancels running jobs and joins its threads.
+class Engine {
+public:
+    explicit Engine(EngineConfig config = {});
+    ~Engine();
+    Engine(const Engine&) = delete;
+    Engine& operator=(const Engine&) = delete;
+
+    /// Opens a dataset (any readable format) and loads its rows as shards on the
+    /// configured devices. Replaces any previous dataset and analysis.
+    JobHandle open(std::string path);
+    /// Runs the pipeline with these settings; steps whose settings and inputs did not
+    /// change since the last run are reused (changing HVG settings recomputes HVG and
+    /// everything after it, nothing before).
+    JobHandle run(PipelineSettings settings);
+    /// Values of one gene (by var name or gene id) for every cell, from the shards.
+    Pending<GeneValues> gene_values(std::string gene, ValueLayer layer = ValueLayer::LogNorm);
+    /// Writes the current analysis as h5ad (obs, var, obsm, uns; X optional) atomically.
+    JobHandle export_h5ad(std::string path, bool include_matrix);
+
+    /// The latest finished state (never null; empty before open()).
+    std::shared_ptr<const AnalysisSnapshot> snapshot() const;
+    /// The latest embedding frame published by a running (or finished) UMAP; null if none.
+    std::shared_ptr<const EmbeddingFrame> embedding_frame() const;
+
+    /// Per-stage timings of the last pipeline run (for --report).
+    std::vector<StageTiming> last_run_timings() const;
+
+    struct State;  ///< implementation detail (engine/Engine.cpp)
 
 private:
-    void serve();
-    static void run_one(detail::Job& job);
-
-    std::mutex m_mutex;
-    std::condition_variable m_wake;
-    std::deque<std::shared_ptr<detail::Job>> m_pending;
-    std::shared_ptr<detail::Job> m_running;
-    bool m_stopping = false;
-    std::uint64_t m_next_id = 1;
-    std::thread m_worker;
+    std::shared_ptr<State> m_state;
 };
 
 }  // namespace fathom

@@ -1,6 +1,6 @@
 #include <exception>
 
-#include "core/engine/Engine.hpp"
+#include "core/engine/JobQueue.hpp"
 
 namespace fathom {
 
