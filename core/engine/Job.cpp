@@ -39,6 +39,7 @@ JobStatus JobHandle::status() const {
     status.stage = progress.stage;
     status.fraction = progress.fraction;
     status.message = m_job->state == JobState::Failed ? m_job->error : progress.message;
+    status.failure = m_job->failure;
     status.timings = m_job->timings;
     if (m_job->state != JobState::Queued) {
         const auto now = std::chrono::steady_clock::now();

@@ -17,6 +17,16 @@ namespace fathom {
 enum class JobState { Queued, Running, Succeeded, Failed, Cancelled };
 const char* job_state_name(JobState state) noexcept;
 
+/// Why a job failed, so that callers can map failures to exit codes / UI states.
+enum class FailureKind {
+    None,     ///< the job did not fail
+    Input,    ///< malformed or unreadable input (io::FormatError, io::ReadError)
+    Option,   ///< an invalid option (std::invalid_argument from validate())
+    Output,   ///< an output could not be written (io::WriteError)
+    Device,   ///< a device error (GPU failure or out of memory)
+    Compute,  ///< anything else
+};
+
 /// Wall and CPU time of one stage of a job, with the process's peak RSS after it.
 struct StageTiming {
     std::string stage;
@@ -33,6 +43,7 @@ struct JobStatus {
     std::string stage;                 ///< current stage
     double fraction = 0.0;             ///< of the current stage, [0, 1]
     std::string message;               ///< progress detail, or the error for Failed
+    FailureKind failure = FailureKind::None;
     double elapsed_seconds = 0.0;      ///< since the job started running
     double eta_seconds = -1.0;         ///< of the current stage; -1 when unknown
     std::vector<StageTiming> timings;  ///< completed stages, in order
@@ -52,6 +63,7 @@ struct Job {
     std::condition_variable finished_cv;
     JobState state = JobState::Queued;
     std::string error;
+    FailureKind failure = FailureKind::None;
     std::chrono::steady_clock::time_point started;
     std::chrono::steady_clock::time_point stage_started;
     double stage_cpu_started = 0.0;

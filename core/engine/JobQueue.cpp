@@ -1,4 +1,8 @@
 #include <exception>
+#include <stdexcept>
+
+#include "core/io/errors.hpp"
+#include "core/types/errors.hpp"
 
 #include "core/engine/JobQueue.hpp"
 
@@ -78,23 +82,40 @@ void JobQueue::run_one(detail::Job& job) {
         job.stage_cpu_started = process_cpu_seconds();
     });
     JobState final_state = JobState::Succeeded;
+    FailureKind failure = FailureKind::None;
     std::string error;
+    const auto failed = [&](FailureKind kind, const char* message) {
+        final_state = JobState::Failed;
+        failure = kind;
+        error = message;
+    };
     try {
         job.work(job.context);
     } catch (const Cancelled&) {
         final_state = JobState::Cancelled;
+    } catch (const io::FormatError& exception) {
+        failed(FailureKind::Input, exception.what());
+    } catch (const io::ReadError& exception) {
+        failed(FailureKind::Input, exception.what());
+    } catch (const io::WriteError& exception) {
+        failed(FailureKind::Output, exception.what());
+    } catch (const std::invalid_argument& exception) {
+        failed(FailureKind::Option, exception.what());
+    } catch (const std::bad_alloc&) {
+        failed(FailureKind::Compute, "out of host memory");
+    } catch (const DeviceError& exception) {
+        failed(FailureKind::Device, exception.what());
     } catch (const std::exception& exception) {
-        final_state = JobState::Failed;
-        error = exception.what();
+        failed(FailureKind::Compute, exception.what());
     } catch (...) {
-        final_state = JobState::Failed;
-        error = "unknown error";
+        failed(FailureKind::Compute, "unknown error");
     }
     job.context.set_stage_observer({});
     std::lock_guard lock(job.mutex);
     close_stage();
     job.state = final_state;
     job.error = std::move(error);
+    job.failure = failure;
     job.work = {};  // release captured state promptly
     job.finished_cv.notify_all();
 }

@@ -3,7 +3,7 @@
 #include <atomic>
 #include <stdexcept>
 
-#include "core/engine/Engine.hpp"
+#include "core/engine/JobQueue.hpp"
 #include "core/io/errors.hpp"
 
 namespace fathom {
@@ -69,9 +69,22 @@ TEST(JobQueue, ExceptionsEndTheJobFailedWithTheirMessage) {
     const auto status = handle.wait();
     EXPECT_EQ(status.state, JobState::Failed);
     EXPECT_NE(status.message.find("/X/indptr"), std::string::npos);
+    EXPECT_EQ(status.failure, FailureKind::Input);
     // The queue keeps serving after a failure.
     auto next = queue.submit("ok", [](JobContext&) {});
     EXPECT_EQ(next.wait().state, JobState::Succeeded);
+}
+
+TEST(JobQueue, FailureKindsFollowTheExceptionType) {
+    JobQueue queue;
+    auto option = queue.submit("option", [](JobContext&) { throw std::invalid_argument("PcaOptions::num_components must be >= 1"); });
+    auto output = queue.submit("output", [](JobContext&) { throw io::WriteError("out.h5ad", "disk full"); });
+    auto compute = queue.submit("compute", [](JobContext&) { throw std::runtime_error("did not converge"); });
+    EXPECT_EQ(option.wait().failure, FailureKind::Option);
+    EXPECT_EQ(output.wait().failure, FailureKind::Output);
+    EXPECT_EQ(compute.wait().failure, FailureKind::Compute);
+    auto fine = queue.submit("fine", [](JobContext&) {});
+    EXPECT_EQ(fine.wait().failure, FailureKind::None);
 }
 
 TEST(JobQueue, JobsRunInSubmissionOrder) {
