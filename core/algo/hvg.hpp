@@ -1,0 +1,94 @@
+#pragma once
+/// Highly variable genes, as scanpy 1.9's pp.highly_variable_genes (flavours seurat,
+/// cell_ranger, seurat_v3) and the deprecated pp.filter_genes_dispersion that
+/// recipe_zheng17 calls (cell_ranger, log=False). Shards are never changed.
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "core/backend/ShardSet.hpp"
+#include "core/engine/JobContext.hpp"
+
+namespace fathom {
+
+/// Dispersion flavour.
+enum class HvgFlavor {
+    /// Seurat v1/v2: input is log1p data, expm1'd back; dispersion = log(var / mean),
+    /// mean = log1p(mean); z-score of dispersion within n_bins equal-width mean bins.
+    Seurat,
+    /// Cell Ranger (Zheng et al. 2017): dispersion var / mean (non-log), bins at the
+    /// 10th, 15th, ..., 100th percentiles of the mean; |d - median| / MAD per bin.
+    CellRanger,
+    /// Seurat v3 (Stuart et al. 2019): on raw counts; LOESS (span, degree 2) of
+    /// log10 variance on log10 mean; variance of clipped standardised counts.
+    SeuratV3,
+};
+
+/// Which scanpy function's conventions to follow where they differ.
+enum class HvgApi {
+    /// pp.highly_variable_genes (scanpy 1.9): cell_ranger normalised dispersion is
+    /// signed (d - median) / MAD; NaN norms count as 0 against the top-n cut-off.
+    HighlyVariableGenes,
+    /// pp.filter_genes_dispersion (deprecated, recipe_zheng17): |d - median| / MAD;
+    /// the cut-off is the n-th largest norm rounded to float32, and genes whose
+    /// (double) norm is >= it are kept, so ties are kept and rounding may keep n-1.
+    FilterGenesDispersion,
+};
+
+/// Options of highly_variable_genes (scanpy names and defaults).
+struct HvgOptions {
+    HvgFlavor flavor = HvgFlavor::Seurat;
+    HvgApi api = HvgApi::HighlyVariableGenes;
+    /// Keep the top n genes by normalised dispersion (or variance for seurat_v3);
+    /// unset = use the cut-offs below (seurat / cell_ranger only). >= 1.
+    std::optional<std::int64_t> num_top_genes;
+    double min_mean = 0.0125;   ///< cut-off on mean (exclusive)
+    double max_mean = 3.0;      ///< cut-off on mean (exclusive)
+    double min_disp = 0.5;      ///< cut-off on normalised dispersion (exclusive)
+    double max_disp = std::numeric_limits<double>::infinity();  ///< (exclusive)
+    int num_bins = 20;          ///< seurat: number of equal-width mean bins, >= 1
+    double span = 0.3;          ///< seurat_v3: LOESS span in (0, 1]
+    /// seurat: the input is log1p data and is expm1'd before mean/var (scanpy 1.9's
+    /// 'seurat' flavour always does; set false only for data that is not logged).
+    bool expm1_input = true;
+    /// filter_genes_dispersion only: log the dispersion and log1p the mean (its `log`
+    /// argument). recipe_zheng17 passes false.
+    bool log = false;
+};
+
+/// Per-gene result, scanpy's var columns.
+struct HvgResult {
+    std::vector<double> means;              ///< per gene (log1p'd for seurat)
+    std::vector<double> dispersions;        ///< per gene (log for seurat); empty for seurat_v3
+    std::vector<double> dispersions_norm;   ///< per gene; NaN where undefined; empty for seurat_v3
+    std::vector<double> variances;          ///< seurat_v3: per gene variance (ddof=1)
+    std::vector<double> variances_norm;     ///< seurat_v3: normalised variance
+    std::vector<double> highly_variable_rank; ///< seurat_v3: 0-based rank, NaN if not selected
+    std::vector<std::uint8_t> highly_variable; ///< per gene, 1 = selected
+    std::int64_t num_selected = 0;
+    double cutoff = std::numeric_limits<double>::quiet_NaN(); ///< the top-n cut-off used, if any
+};
+
+/// Throws std::invalid_argument naming the field.
+void validate(const HvgOptions& options, const MatrixShape& shape);
+
+/// Computes mean and variance on the shards (transformed per the flavour) and selects.
+HvgResult highly_variable_genes(const ShardSet& shards, const HvgOptions& options, JobContext& ctx);
+
+/// The selection alone (seurat / cell_ranger), from per-gene mean and variance
+/// (ddof=1) of the data the flavour works on (expm1'd for seurat). Exposed for tests.
+HvgResult select_by_dispersion(std::span<const double> means, std::span<const double> variances,
+                               const HvgOptions& options);
+
+/// Percentile with NumPy's default 'linear' method (numpy 1.24 np.percentile),
+/// q in [0, 100]; `sorted` ascending, non-empty.
+double numpy_percentile(std::span<const double> sorted, double q);
+
+/// Local quadratic regression (LOESS) as skmisc.loess(x, y, span, degree=2) with
+/// family='gaussian', surface='direct' (exact, no kd-tree interpolation): the fitted
+/// value at every x. x and y have the same size >= 3.
+std::vector<double> loess_fit(std::span<const double> x, std::span<const double> y, double span);
+
+}  // namespace fathom

@@ -1,0 +1,61 @@
+#pragma once
+/// Library-size normalisation and log1p, as scanpy's pp.normalize_total,
+/// pp.normalize_per_cell (deprecated, used by recipe_zheng17) and pp.log1p. Arithmetic
+/// follows scanpy on float32 data: the per-cell factor is 1 / (counts / target)
+/// computed in float32 and multiplied into the float32 values.
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "core/backend/ShardSet.hpp"
+#include "core/engine/JobContext.hpp"
+
+namespace fathom {
+
+/// Options of normalize_total (scanpy 1.9 defaults; exclude_highly_expressed is not
+/// supported).
+struct NormalizeTotalOptions {
+    /// Total each cell is scaled to; unset = the median of the totals of cells with a
+    /// non-zero total (scanpy: np.median(counts[counts > 0])). > 0 when set.
+    std::optional<double> target_sum;
+};
+
+/// What normalize_total did.
+struct NormalizeTotalResult {
+    std::vector<double> counts_per_cell;   ///< totals before normalising (num_cells)
+    double target_sum = 0.0;               ///< the target used
+};
+
+/// Options of normalize_per_cell (scanpy 1.9 pp.normalize_per_cell).
+struct NormalizePerCellOptions {
+    /// Target total; unset = the median of the totals of the cells kept.
+    std::optional<double> counts_per_cell_after;
+    /// Cells with a total below this are removed first (scanpy's default min_counts=1).
+    double min_counts = 1.0;
+};
+
+/// What normalize_per_cell did.
+struct NormalizePerCellResult {
+    std::vector<double> counts_per_cell;   ///< totals of EVERY input cell, before filtering
+    std::vector<std::uint8_t> cell_kept;   ///< per input cell: 1 = kept (total >= min_counts)
+    std::int64_t num_removed = 0;          ///< cells removed
+    double counts_per_cell_after = 0.0;    ///< the target used
+};
+
+/// Throws std::invalid_argument naming the field.
+void validate(const NormalizeTotalOptions& options);
+void validate(const NormalizePerCellOptions& options);
+
+/// Scales every cell to the target total in place. Cells with total 0 stay 0.
+NormalizeTotalResult normalize_total(ShardSet& shards, const NormalizeTotalOptions& options, JobContext& ctx);
+/// Removes cells below min_counts, then scales the others to the target in place.
+NormalizePerCellResult normalize_per_cell(ShardSet& shards, const NormalizePerCellOptions& options,
+                                          JobContext& ctx);
+/// values = log1p(values) in place (natural log; scanpy pp.log1p with base=None).
+void log1p(ShardSet& shards, JobContext& ctx);
+
+/// The median as NumPy computes it on a float32 array (the mean of the two middle
+/// values for an even count, in float32). Empty input gives NaN.
+float median_float32(std::vector<float> values);
+
+}  // namespace fathom

@@ -1,0 +1,40 @@
+#pragma once
+/// Exact PCA of the standardised matrix, as scanpy's pp.pca (zero_center=True) with
+/// scikit-learn's PCA: the Gram matrix is reduced across shards, the covariance is
+/// eigendecomposed on the host in double, and the cells are projected shard by shard.
+#include <cstdint>
+#include <vector>
+
+#include "core/algo/scale.hpp"
+#include "core/backend/ShardSet.hpp"
+#include "core/engine/JobContext.hpp"
+
+namespace fathom {
+
+/// PCA of the scaled HVG block. Cells x genes in, cells x components out.
+struct PcaOptions {
+    int num_components = 50;   ///< >= 1; capped at min(cells, genes) - 1
+    std::uint64_t seed = 0;    ///< unused by the exact solver (kept for the engine's cache key)
+};
+
+/// Scores, loadings and explained variance. Signs follow scikit-learn's svd_flip
+/// (u_based_decision=True, as scanpy 1.9 / sklearn 1.2 with svd_solver='arpack'):
+/// in every component the score of largest absolute value is positive (first such
+/// cell on exact ties).
+struct PcaResult {
+    DenseMatrix<float> scores;                  ///< cells x num_components (obsm['X_pca'])
+    DenseMatrix<float> loadings;                ///< genes x num_components (varm['PCs'])
+    std::vector<double> variance;               ///< eigenvalues of the ddof=1 covariance (uns['pca']['variance'])
+    std::vector<double> variance_ratio;         ///< variance / total variance, decreasing (uns['pca']['variance_ratio'])
+    double total_variance = 0.0;                ///< trace of the covariance of the (clipped) scaled data
+    int num_components = 0;                     ///< after capping
+};
+
+/// Throws std::invalid_argument naming the field: "PcaOptions::num_components must be >= 1",
+/// or when the matrix is too small (fewer than 2 cells or genes).
+void validate(const PcaOptions& options, const MatrixShape& shape);
+
+/// PCA of the shards standardised by `scaling` (every gene of the current matrix).
+PcaResult pca(const ShardSet& shards, const ScaleResult& scaling, const PcaOptions& options, JobContext& ctx);
+
+}  // namespace fathom

@@ -1,0 +1,87 @@
+#pragma once
+/// Preprocessing recipes, as scanpy's pp.recipe_zheng17 and pp.recipe_seurat, followed
+/// by PCA (scanpy's pp.pca as the reference run calls it). The shards are changed in
+/// place exactly as the recipe changes adata.X (filtered, normalised, logged); the
+/// scaling is kept as a ScaleResult instead of a dense matrix.
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "core/algo/filter.hpp"
+#include "core/algo/hvg.hpp"
+#include "core/algo/normalize.hpp"
+#include "core/algo/pca.hpp"
+#include "core/algo/scale.hpp"
+#include "core/backend/ShardSet.hpp"
+#include "core/engine/JobContext.hpp"
+
+namespace fathom {
+
+/// Options of recipe_zheng17 (scanpy names and defaults).
+struct Zheng17Options {
+    std::int64_t num_top_genes = 1000;  ///< n_top_genes, >= 1
+    bool log = true;                    ///< log1p after the second normalisation
+    std::optional<PcaOptions> pca = PcaOptions{};  ///< PCA after the recipe; unset = none
+};
+
+/// Everything recipe_zheng17 computed. Gene and cell indices refer to the INPUT of the
+/// recipe (the matrix the shards held when it started).
+struct Zheng17Result {
+    FilterResult gene_filter;              ///< filter_genes(min_counts=1) on the input genes
+    NormalizePerCellResult first_normalization;   ///< obs['n_counts_all'] = counts_per_cell
+    HvgResult dispersion;                  ///< filter_genes_dispersion on the genes kept by gene_filter
+    std::vector<std::int64_t> hvg_genes;   ///< input gene index of every gene kept, in order
+    NormalizePerCellResult second_normalization;  ///< on the HVG block (cells below 1 removed)
+    std::vector<std::int64_t> kept_cells;  ///< input cell index of every cell kept, in order
+    ScaleResult scaling;                   ///< what pp.scale computed (mean_before_scaling / std_before_scaling)
+    std::optional<PcaResult> pca;          ///< when options.pca is set
+};
+
+/// Options of recipe_seurat (scanpy 1.9 pp.recipe_seurat, then PCA).
+struct SeuratRecipeOptions {
+    std::int64_t min_genes = 200;          ///< filter_cells(min_genes)
+    std::int64_t min_cells = 3;            ///< filter_genes(min_cells)
+    double target_sum = 1e4;               ///< normalize_total(target_sum)
+    /// filter_genes_dispersion(flavor='seurat', log=False) on the normalised non-log
+    /// data: the cut-offs (min_mean 0.0125, max_mean 3, min_disp 0.5) or, when
+    /// num_top_genes is set, the top n.
+    HvgOptions hvg = [] {
+        HvgOptions hvg_options;
+        hvg_options.flavor = HvgFlavor::Seurat;
+        hvg_options.api = HvgApi::FilterGenesDispersion;
+        hvg_options.log = false;
+        return hvg_options;
+    }();
+    bool log = true;                       ///< log1p after selecting genes
+    double max_value = 10.0;               ///< scale(max_value)
+    std::optional<PcaOptions> pca = PcaOptions{};
+};
+
+/// Everything recipe_seurat computed (indices refer to the recipe's input).
+struct SeuratRecipeResult {
+    FilterResult cell_filter;              ///< filter_cells(min_genes)
+    FilterResult gene_filter;              ///< filter_genes(min_cells), on the cells kept
+    NormalizeTotalResult normalization;
+    HvgResult dispersion;                  ///< on the genes kept by gene_filter
+    std::vector<std::int64_t> hvg_genes;   ///< input gene index of every gene kept
+    std::vector<std::int64_t> kept_cells;  ///< input cell index of every cell kept
+    ScaleResult scaling;
+    std::optional<PcaResult> pca;
+};
+
+/// Throws std::invalid_argument naming the field.
+void validate(const Zheng17Options& options, const MatrixShape& shape);
+void validate(const SeuratRecipeOptions& options, const MatrixShape& shape);
+
+/// scanpy 1.9 recipe_zheng17 on raw counts: filter_genes(min_counts=1);
+/// normalize_per_cell(key_n_counts='n_counts_all'); filter_genes_dispersion(
+/// flavor='cell_ranger', n_top_genes, log=False); subset to those genes;
+/// normalize_per_cell(); log1p (if log); scale(); then pca if requested.
+Zheng17Result recipe_zheng17(ShardSet& shards, const Zheng17Options& options, JobContext& ctx);
+
+/// scanpy 1.9 recipe_seurat: filter_cells(min_genes=200); filter_genes(min_cells=3);
+/// normalize_total(target_sum=1e4); filter_genes_dispersion(min_mean=0.0125,
+/// max_mean=3, min_disp=0.5, log=False); subset; log1p; scale(max_value=10); then pca.
+SeuratRecipeResult recipe_seurat(ShardSet& shards, const SeuratRecipeOptions& options, JobContext& ctx);
+
+}  // namespace fathom

@@ -1,0 +1,50 @@
+#pragma once
+/// The reference backend: one shard in host memory, multi-threaded with oneTBB.
+/// Work inside a shard is split into fixed row blocks whose partials are combined in
+/// block order (never floating-point atomics), so the number of threads does not
+/// change any result.
+#include <memory>
+
+#include "core/backend/Backend.hpp"
+
+namespace fathom {
+
+/// A Backend over a CsrShard held in host memory. See Backend for every primitive.
+class CpuBackend final : public Backend {
+public:
+    /// Takes ownership of the shard; `index` names it ("cpu:<index>"). Throws
+    /// std::invalid_argument when the shard breaks CsrShard's invariants.
+    CpuBackend(CsrShard shard, int index);
+
+    std::string name() const override;
+    BackendKind kind() const noexcept override { return BackendKind::Cpu; }
+    std::int64_t row_begin() const noexcept override { return m_shard.row_begin; }
+    std::int64_t num_rows() const noexcept override { return m_shard.num_rows(); }
+    std::int64_t num_genes() const noexcept override { return m_shard.num_genes; }
+    std::int64_t nnz() const noexcept override { return m_shard.nnz(); }
+    std::unique_ptr<Backend> clone() const override;
+    CsrShard to_host() const override { return m_shard; }
+
+    RowStats row_stats(std::span<const std::uint8_t> gene_mask, JobContext& ctx) const override;
+    ColumnStats column_stats(const ColumnStatsRequest& request, JobContext& ctx) const override;
+    GroupColumnStats group_column_stats(std::span<const std::int32_t> labels, int num_groups,
+                                        const ColumnStatsRequest& request, JobContext& ctx) const override;
+    std::vector<float> gene_column(std::int32_t gene, JobContext& ctx) const override;
+
+    GramResult gram(GeneBlock genes, const Standardization& standardization, JobContext& ctx) const override;
+    DenseMatrix<double> project(const ProjectionRequest& request, JobContext& ctx) const override;
+
+    void scale_rows(std::span<const float> factors, JobContext& ctx) override;
+    void log1p(JobContext& ctx) override;
+    void subset_columns(std::span<const std::uint8_t> keep, JobContext& ctx) override;
+    void subset_rows(std::span<const std::uint8_t> keep, std::int64_t new_row_begin, JobContext& ctx) override;
+
+    /// Read access for tests and for code that must see the shard itself.
+    const CsrShard& shard() const noexcept { return m_shard; }
+
+private:
+    CsrShard m_shard;
+    int m_index = 0;
+};
+
+}  // namespace fathom

@@ -1,0 +1,120 @@
+#pragma once
+/// The ordered set of shard backends that together hold a cells x genes matrix, and
+/// the reductions over them. Partials are combined in shard order (0, 1, 2, ...) with
+/// double accumulators, so results agree across shard counts up to rounding and are
+/// bit-identical from run to run.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/backend/Backend.hpp"
+#include "core/data/ShardedCsr.hpp"
+
+namespace fathom {
+
+/// How rows are split between shards.
+enum class ShardBalance {
+    ByNnz,   ///< about equal non-zeros per shard (split_rows_by_nnz); the default
+    Evenly,  ///< about equal rows per shard (split_rows_evenly)
+};
+
+/// The devices to run on, as given to --devices: "cpu" (= "cpu:1"), "cpu:N" (N CPU
+/// shards, N >= 1), "cuda" (every visible CUDA device), "cuda:I[,J...]" (those device
+/// indices, distinct, >= 0).
+struct DeviceSpec {
+    BackendKind kind = BackendKind::Cpu;
+    int num_cpu_shards = 1;             ///< Cpu: number of shards
+    std::vector<int> cuda_devices;      ///< Cuda: device indices; empty = every visible device
+    ShardBalance balance = ShardBalance::ByNnz;
+
+    /// Parses the text; throws std::invalid_argument naming --devices and the text,
+    /// e.g. "--devices 'cpu:0': the number of CPU shards must be >= 1".
+    static DeviceSpec parse(std::string_view text);
+    /// The canonical text ("cpu:4", "cuda:0,1", "cuda").
+    std::string to_string() const;
+    /// Shards this spec makes: num_cpu_shards, or cuda_devices.size() (0 when "every
+    /// visible device" is not resolved yet).
+    int num_shards() const noexcept;
+};
+
+/// Row ranges for the shards of `spec` given the matrix's global row offsets
+/// (num_cells + 1 entries), split by nnz or evenly as spec.balance says.
+std::vector<RowRange> plan_row_ranges(std::span<const std::int64_t> row_offsets, int num_shards,
+                                      ShardBalance balance = ShardBalance::ByNnz);
+
+/// Ordered shard backends. Move-only (it owns device memory through the backends).
+/// Every per-row span passed to a ShardSet function is GLOBAL: num_cells() entries in
+/// row order; ShardSet slices it for each shard. Results are global too.
+class ShardSet {
+public:
+    ShardSet() = default;
+    /// Takes the backends in row order; throws std::invalid_argument unless they are
+    /// contiguous from row 0 and agree on the number of genes. num_genes is used when
+    /// the set is empty.
+    explicit ShardSet(std::vector<std::unique_ptr<Backend>> backends, std::int64_t num_genes = 0);
+    ShardSet(ShardSet&&) noexcept = default;
+    ShardSet& operator=(ShardSet&&) noexcept = default;
+
+    /// One CpuBackend per shard of `matrix` (shard k is named "cpu:k").
+    static ShardSet make_cpu(ShardedCsr matrix);
+    /// Deep copy: every backend cloned on its device.
+    ShardSet clone() const;
+
+    int num_shards() const noexcept { return static_cast<int>(m_backends.size()); }
+    Backend& shard(int index) { return *m_backends.at(static_cast<std::size_t>(index)); }
+    const Backend& shard(int index) const { return *m_backends.at(static_cast<std::size_t>(index)); }
+    MatrixShape shape() const noexcept;
+    std::int64_t num_cells() const noexcept { return shape().num_cells; }
+    std::int64_t num_genes() const noexcept { return m_num_genes; }
+    std::int64_t nnz() const noexcept;
+    /// Current row range of every shard, in order.
+    std::vector<RowRange> row_ranges() const;
+    /// "cpu:0,cpu:1" — the backends' names joined.
+    std::string describe() const;
+    /// Host copy of the whole matrix, shard by shard (outputs and tests only).
+    ShardedCsr to_host() const;
+
+    // ---- reductions (see Backend for each primitive's meaning) ----
+    /// Concatenated per-row statistics (global rows).
+    RowStats row_stats(std::span<const std::uint8_t> gene_mask, JobContext& ctx) const;
+    /// Column statistics summed over shards; request.row_scale / row_mask are global.
+    ColumnStats column_stats(const ColumnStatsRequest& request, JobContext& ctx) const;
+    /// Per-group statistics summed over shards; labels is global (num_cells entries).
+    GroupColumnStats group_column_stats(std::span<const std::int32_t> labels, int num_groups,
+                                        const ColumnStatsRequest& request, JobContext& ctx) const;
+    /// One gene's values for every cell (num_cells entries).
+    std::vector<float> gene_column(std::int32_t gene, JobContext& ctx) const;
+    /// Gram matrix and column sums summed over shards.
+    GramResult gram(GeneBlock genes, const Standardization& standardization, JobContext& ctx) const;
+    /// Scores of every cell (num_cells x components), shard results stacked in order.
+    DenseMatrix<double> project(const ProjectionRequest& request, JobContext& ctx) const;
+
+    // ---- in-place, on every shard ----
+    /// factors is global (num_cells entries).
+    void scale_rows(std::span<const float> factors, JobContext& ctx);
+    void log1p(JobContext& ctx);
+    /// keep has num_genes() flags.
+    void subset_columns(std::span<const std::uint8_t> keep, JobContext& ctx);
+    /// keep has num_cells() flags (global); the shards are renumbered contiguously.
+    void subset_rows(std::span<const std::uint8_t> keep, JobContext& ctx);
+
+private:
+    /// Runs fn(shard_index) for every shard, concurrently across shards; rethrows the
+    /// first exception (Cancelled included) after all have finished.
+    void for_each_shard(const std::function<void(int)>& fn) const;
+
+    std::vector<std::unique_ptr<Backend>> m_backends;
+    std::int64_t m_num_genes = 0;
+};
+
+/// Adds `other` into `total` (same number of genes). Used by the reductions; public
+/// for backends and tests.
+void accumulate(ColumnStats& total, const ColumnStats& other);
+void accumulate(GroupColumnStats& total, const GroupColumnStats& other);
+void accumulate(GramResult& total, const GramResult& other);
+
+}  // namespace fathom
