@@ -1,0 +1,344 @@
+#include "core/backend/ShardSet.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <stdexcept>
+
+#include <tbb/parallel_for.h>
+
+#include "core/backend/CpuBackend.hpp"
+
+namespace fathom {
+
+// ---- DeviceSpec ----------------------------------------------------------------------
+
+namespace {
+
+[[noreturn]] void bad_devices(std::string_view text, const std::string& problem) {
+    throw std::invalid_argument("--devices '" + std::string(text) + "': " + problem +
+                                " (expected cpu, cpu:N, cuda or cuda:I[,J...])");
+}
+
+int parse_count(std::string_view text, std::string_view digits, const char* what) {
+    int value = 0;
+    if (digits.empty()) bad_devices(text, std::string("missing ") + what);
+    const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
+    if (error != std::errc() || end != digits.data() + digits.size())
+        bad_devices(text, std::string(what) + " '" + std::string(digits) + "' is not a non-negative integer");
+    return value;
+}
+
+}  // namespace
+
+DeviceSpec DeviceSpec::parse(std::string_view text) {
+    DeviceSpec spec;
+    const auto colon = text.find(':');
+    const std::string_view kind = text.substr(0, colon);
+    const std::string_view rest = colon == std::string_view::npos ? std::string_view{} : text.substr(colon + 1);
+    if (colon != std::string_view::npos && rest.empty()) bad_devices(text, "nothing after ':'");
+    if (kind == "cpu") {
+        spec.kind = BackendKind::Cpu;
+        spec.num_cpu_shards = rest.empty() ? 1 : parse_count(text, rest, "number of CPU shards");
+        if (spec.num_cpu_shards < 1) bad_devices(text, "the number of CPU shards must be >= 1");
+        if (spec.num_cpu_shards > 4096) bad_devices(text, "the number of CPU shards must be <= 4096");
+        return spec;
+    }
+    if (kind == "cuda" || kind == "gpu") {
+        spec.kind = BackendKind::Cuda;
+        std::string_view list = rest;
+        while (!list.empty()) {
+            const auto comma = list.find(',');
+            const std::string_view item = list.substr(0, comma);
+            const int device = parse_count(text, item, "device index");
+            if (std::find(spec.cuda_devices.begin(), spec.cuda_devices.end(), device) != spec.cuda_devices.end())
+                bad_devices(text, "device " + std::to_string(device) + " is listed twice");
+            spec.cuda_devices.push_back(device);
+            if (comma == std::string_view::npos) break;
+            list = list.substr(comma + 1);
+            if (list.empty()) bad_devices(text, "trailing ','");
+        }
+        return spec;
+    }
+    bad_devices(text, "unknown device kind '" + std::string(kind) + "'");
+}
+
+std::string DeviceSpec::to_string() const {
+    if (kind == BackendKind::Cpu) return "cpu:" + std::to_string(num_cpu_shards);
+    if (cuda_devices.empty()) return "cuda";
+    std::string text = "cuda:";
+    for (std::size_t index = 0; index < cuda_devices.size(); ++index) {
+        if (index) text += ',';
+        text += std::to_string(cuda_devices[index]);
+    }
+    return text;
+}
+
+int DeviceSpec::num_shards() const noexcept {
+    return kind == BackendKind::Cpu ? num_cpu_shards : static_cast<int>(cuda_devices.size());
+}
+
+std::vector<RowRange> plan_row_ranges(std::span<const std::int64_t> row_offsets, int num_shards, ShardBalance balance) {
+    if (row_offsets.empty()) throw std::invalid_argument("plan_row_ranges: row_offsets is empty");
+    if (balance == ShardBalance::Evenly)
+        return split_rows_evenly(static_cast<std::int64_t>(row_offsets.size()) - 1, num_shards);
+    return split_rows_by_nnz(row_offsets, num_shards);
+}
+
+// ---- accumulation --------------------------------------------------------------------
+
+void accumulate(ColumnStats& total, const ColumnStats& other) {
+    if (total.sum.size() != other.sum.size())
+        throw std::invalid_argument("accumulate(ColumnStats): gene counts differ");
+    total.num_rows += other.num_rows;
+    for (std::size_t gene = 0; gene < total.sum.size(); ++gene) {
+        total.sum[gene] += other.sum[gene];
+        total.sum_squares[gene] += other.sum_squares[gene];
+        total.nnz[gene] += other.nnz[gene];
+    }
+}
+
+void accumulate(GroupColumnStats& total, const GroupColumnStats& other) {
+    if (total.sum.rows() != other.sum.rows() || total.sum.cols() != other.sum.cols())
+        throw std::invalid_argument("accumulate(GroupColumnStats): shapes differ");
+    for (std::size_t group = 0; group < total.group_sizes.size(); ++group) total.group_sizes[group] += other.group_sizes[group];
+    for (std::size_t index = 0; index < total.sum.values().size(); ++index) {
+        total.sum.values()[index] += other.sum.values()[index];
+        total.sum_squares.values()[index] += other.sum_squares.values()[index];
+        total.nnz.values()[index] += other.nnz.values()[index];
+    }
+}
+
+void accumulate(GramResult& total, const GramResult& other) {
+    if (total.gram.rows() != other.gram.rows() || total.column_sums.size() != other.column_sums.size())
+        throw std::invalid_argument("accumulate(GramResult): block sizes differ");
+    total.num_rows += other.num_rows;
+    for (std::size_t index = 0; index < total.gram.values().size(); ++index) total.gram.values()[index] += other.gram.values()[index];
+    for (std::size_t index = 0; index < total.column_sums.size(); ++index) total.column_sums[index] += other.column_sums[index];
+}
+
+// ---- ShardSet ------------------------------------------------------------------------
+
+ShardSet::ShardSet(std::vector<std::unique_ptr<Backend>> backends, std::int64_t num_genes)
+    : m_backends(std::move(backends)), m_num_genes(num_genes) {
+    std::int64_t next_row = 0;
+    for (std::size_t index = 0; index < m_backends.size(); ++index) {
+        const auto& backend = m_backends[index];
+        if (!backend) throw std::invalid_argument("ShardSet: backend " + std::to_string(index) + " is null");
+        if (index == 0) m_num_genes = backend->num_genes();
+        if (backend->num_genes() != m_num_genes)
+            throw std::invalid_argument("ShardSet: " + backend->name() + " has " + std::to_string(backend->num_genes()) +
+                                        " genes, expected " + std::to_string(m_num_genes));
+        if (backend->row_begin() != next_row)
+            throw std::invalid_argument("ShardSet: " + backend->name() + " starts at row " +
+                                        std::to_string(backend->row_begin()) + ", expected " + std::to_string(next_row));
+        next_row += backend->num_rows();
+    }
+}
+
+ShardSet ShardSet::make_cpu(ShardedCsr matrix) {
+    std::vector<std::unique_ptr<Backend>> backends;
+    const auto genes = matrix.num_genes();
+    for (int index = 0; index < matrix.num_shards(); ++index)
+        backends.push_back(std::make_unique<CpuBackend>(std::move(matrix.shard(index)), index));
+    return ShardSet(std::move(backends), genes);
+}
+
+ShardSet ShardSet::clone() const {
+    std::vector<std::unique_ptr<Backend>> backends;
+    for (const auto& backend : m_backends) backends.push_back(backend->clone());
+    return ShardSet(std::move(backends), m_num_genes);
+}
+
+MatrixShape ShardSet::shape() const noexcept {
+    std::int64_t cells = 0;
+    for (const auto& backend : m_backends) cells += backend->num_rows();
+    return {cells, m_num_genes};
+}
+
+std::int64_t ShardSet::nnz() const noexcept {
+    std::int64_t total = 0;
+    for (const auto& backend : m_backends) total += backend->nnz();
+    return total;
+}
+
+std::vector<RowRange> ShardSet::row_ranges() const {
+    std::vector<RowRange> ranges;
+    for (const auto& backend : m_backends)
+        ranges.push_back({backend->row_begin(), backend->row_begin() + backend->num_rows()});
+    return ranges;
+}
+
+std::string ShardSet::describe() const {
+    std::string text;
+    for (std::size_t index = 0; index < m_backends.size(); ++index) {
+        if (index) text += ',';
+        text += m_backends[index]->name();
+    }
+    return text;
+}
+
+ShardedCsr ShardSet::to_host() const {
+    std::vector<CsrShard> shards;
+    for (const auto& backend : m_backends) shards.push_back(backend->to_host());
+    return ShardedCsr(shape(), std::move(shards));
+}
+
+void ShardSet::for_each_shard(const std::function<void(int)>& fn) const {
+    const int shards = num_shards();
+    if (shards == 1) {
+        fn(0);
+        return;
+    }
+    tbb::parallel_for(0, shards, [&](int index) { fn(index); });
+}
+
+namespace {
+
+template <typename T>
+std::span<const T> slice(std::span<const T> global, const Backend& backend) {
+    if (global.empty()) return {};
+    return global.subspan(static_cast<std::size_t>(backend.row_begin()), static_cast<std::size_t>(backend.num_rows()));
+}
+
+void check_global(const char* function, const char* argument, std::size_t got, std::int64_t expected) {
+    if (static_cast<std::int64_t>(got) != expected)
+        throw std::invalid_argument(std::string("ShardSet::") + function + ": " + argument + " has " +
+                                    std::to_string(got) + " entries; expected one per cell (" +
+                                    std::to_string(expected) + ")");
+}
+
+ColumnStatsRequest slice_request(const ColumnStatsRequest& request, const Backend& backend) {
+    ColumnStatsRequest local = request;
+    local.row_scale = slice(request.row_scale, backend);
+    local.row_mask = slice(request.row_mask, backend);
+    return local;
+}
+
+void check_global_request(const char* function, const ColumnStatsRequest& request, std::int64_t cells) {
+    if (!request.row_scale.empty()) check_global(function, "row_scale", request.row_scale.size(), cells);
+    if (!request.row_mask.empty()) check_global(function, "row_mask", request.row_mask.size(), cells);
+}
+
+}  // namespace
+
+RowStats ShardSet::row_stats(std::span<const std::uint8_t> gene_mask, JobContext& ctx) const {
+    std::vector<RowStats> parts(m_backends.size());
+    for_each_shard([&](int index) { parts[static_cast<std::size_t>(index)] = m_backends[static_cast<std::size_t>(index)]->row_stats(gene_mask, ctx); });
+    RowStats stats;
+    for (auto& part : parts) {
+        stats.total.insert(stats.total.end(), part.total.begin(), part.total.end());
+        stats.nnz.insert(stats.nnz.end(), part.nnz.begin(), part.nnz.end());
+        stats.subset_total.insert(stats.subset_total.end(), part.subset_total.begin(), part.subset_total.end());
+    }
+    return stats;
+}
+
+ColumnStats ShardSet::column_stats(const ColumnStatsRequest& request, JobContext& ctx) const {
+    check_global_request("column_stats", request, num_cells());
+    ColumnStats total;
+    total.sum.assign(static_cast<std::size_t>(m_num_genes), 0.0);
+    total.sum_squares.assign(static_cast<std::size_t>(m_num_genes), 0.0);
+    total.nnz.assign(static_cast<std::size_t>(m_num_genes), 0);
+    std::vector<ColumnStats> parts(m_backends.size());
+    for_each_shard([&](int index) {
+        const auto& backend = *m_backends[static_cast<std::size_t>(index)];
+        parts[static_cast<std::size_t>(index)] = backend.column_stats(slice_request(request, backend), ctx);
+    });
+    for (const auto& part : parts) accumulate(total, part);
+    return total;
+}
+
+GroupColumnStats ShardSet::group_column_stats(std::span<const std::int32_t> labels, int num_groups,
+                                              const ColumnStatsRequest& request, JobContext& ctx) const {
+    check_global("group_column_stats", "labels", labels.size(), num_cells());
+    check_global_request("group_column_stats", request, num_cells());
+    if (num_groups < 0) throw std::invalid_argument("ShardSet::group_column_stats: num_groups must be >= 0");
+    GroupColumnStats total;
+    total.group_sizes.assign(static_cast<std::size_t>(num_groups), 0);
+    total.sum = DenseMatrix<double>(num_groups, m_num_genes, 0.0);
+    total.sum_squares = DenseMatrix<double>(num_groups, m_num_genes, 0.0);
+    total.nnz = DenseMatrix<std::int64_t>(num_groups, m_num_genes, 0);
+    std::vector<GroupColumnStats> parts(m_backends.size());
+    for_each_shard([&](int index) {
+        const auto& backend = *m_backends[static_cast<std::size_t>(index)];
+        parts[static_cast<std::size_t>(index)] =
+            backend.group_column_stats(slice(labels, backend), num_groups, slice_request(request, backend), ctx);
+    });
+    for (const auto& part : parts) accumulate(total, part);
+    return total;
+}
+
+std::vector<float> ShardSet::gene_column(std::int32_t gene, JobContext& ctx) const {
+    std::vector<std::vector<float>> parts(m_backends.size());
+    for_each_shard([&](int index) { parts[static_cast<std::size_t>(index)] = m_backends[static_cast<std::size_t>(index)]->gene_column(gene, ctx); });
+    std::vector<float> column;
+    column.reserve(static_cast<std::size_t>(num_cells()));
+    for (const auto& part : parts) column.insert(column.end(), part.begin(), part.end());
+    return column;
+}
+
+GramResult ShardSet::gram(GeneBlock genes, const Standardization& standardization, JobContext& ctx) const {
+    const std::int64_t block = genes.empty() ? m_num_genes : static_cast<std::int64_t>(genes.size());
+    GramResult total;
+    total.gram = DenseMatrix<double>(block, block, 0.0);
+    total.column_sums.assign(static_cast<std::size_t>(block), 0.0);
+    std::vector<GramResult> parts(m_backends.size());
+    for_each_shard([&](int index) { parts[static_cast<std::size_t>(index)] = m_backends[static_cast<std::size_t>(index)]->gram(genes, standardization, ctx); });
+    for (const auto& part : parts) accumulate(total, part);
+    return total;
+}
+
+DenseMatrix<double> ShardSet::project(const ProjectionRequest& request, JobContext& ctx) const {
+    if (request.loadings == nullptr) throw std::invalid_argument("ShardSet::project: loadings is required");
+    std::vector<DenseMatrix<double>> parts(m_backends.size());
+    for_each_shard([&](int index) { parts[static_cast<std::size_t>(index)] = m_backends[static_cast<std::size_t>(index)]->project(request, ctx); });
+    const std::int64_t components = request.loadings->cols();
+    DenseMatrix<double> scores(num_cells(), components, 0.0);
+    std::int64_t row = 0;
+    for (const auto& part : parts) {
+        std::copy(part.values().begin(), part.values().end(), scores.values().begin() + row * components);
+        row += part.rows();
+    }
+    return scores;
+}
+
+void ShardSet::scale_rows(std::span<const float> factors, JobContext& ctx) {
+    check_global("scale_rows", "factors", factors.size(), num_cells());
+    for_each_shard([&](int index) {
+        auto& backend = *m_backends[static_cast<std::size_t>(index)];
+        backend.scale_rows(slice(factors, backend), ctx);
+    });
+}
+
+void ShardSet::log1p(JobContext& ctx) {
+    for_each_shard([&](int index) { m_backends[static_cast<std::size_t>(index)]->log1p(ctx); });
+}
+
+void ShardSet::subset_columns(std::span<const std::uint8_t> keep, JobContext& ctx) {
+    if (static_cast<std::int64_t>(keep.size()) != m_num_genes)
+        throw std::invalid_argument("ShardSet::subset_columns: keep has " + std::to_string(keep.size()) +
+                                    " entries; expected one per gene (" + std::to_string(m_num_genes) + ")");
+    for_each_shard([&](int index) { m_backends[static_cast<std::size_t>(index)]->subset_columns(keep, ctx); });
+    m_num_genes = std::count_if(keep.begin(), keep.end(), [](std::uint8_t flag) { return flag != 0; });
+}
+
+void ShardSet::subset_rows(std::span<const std::uint8_t> keep, JobContext& ctx) {
+    check_global("subset_rows", "keep", keep.size(), num_cells());
+    // New first rows: kept rows in all earlier shards.
+    std::vector<std::int64_t> new_begin(m_backends.size(), 0);
+    std::int64_t kept = 0;
+    for (std::size_t index = 0; index < m_backends.size(); ++index) {
+        new_begin[index] = kept;
+        const auto local = slice(keep, *m_backends[index]);
+        kept += std::count_if(local.begin(), local.end(), [](std::uint8_t flag) { return flag != 0; });
+    }
+    // Slices are taken before any shard changes its row_begin.
+    std::vector<std::span<const std::uint8_t>> locals;
+    for (const auto& backend : m_backends) locals.push_back(slice(keep, *backend));
+    for_each_shard([&](int index) {
+        m_backends[static_cast<std::size_t>(index)]->subset_rows(locals[static_cast<std::size_t>(index)],
+                                                                 new_begin[static_cast<std::size_t>(index)], ctx);
+    });
+}
+
+}  // namespace fathom
