@@ -1,0 +1,136 @@
+#include "core/algo/recipes.hpp"
+
+#include <stdexcept>
+#include <string>
+
+namespace fathom {
+
+namespace {
+
+/// Indices (into `previous`) of the entries with keep = 1.
+std::vector<std::int64_t> compose(const std::vector<std::int64_t>& previous, const std::vector<std::uint8_t>& keep) {
+    std::vector<std::int64_t> out;
+    for (std::size_t index = 0; index < keep.size(); ++index)
+        if (keep[index]) out.push_back(previous[index]);
+    return out;
+}
+
+std::vector<std::int64_t> identity(std::int64_t count) {
+    std::vector<std::int64_t> out(static_cast<std::size_t>(count));
+    for (std::int64_t index = 0; index < count; ++index) out[static_cast<std::size_t>(index)] = index;
+    return out;
+}
+
+}  // namespace
+
+void validate(const Zheng17Options& options, const MatrixShape& shape) {
+    if (options.num_top_genes < 1) throw std::invalid_argument("Zheng17Options::num_top_genes must be >= 1");
+    if (shape.num_cells < 2)
+        throw std::invalid_argument("recipe_zheng17: needs at least 2 cells; the matrix has " + std::to_string(shape.num_cells));
+    if (shape.num_genes < 1) throw std::invalid_argument("recipe_zheng17: the matrix has no genes");
+    if (options.pca && options.pca->num_components < 1)
+        throw std::invalid_argument("Zheng17Options::pca.num_components must be >= 1");
+}
+
+void validate(const SeuratRecipeOptions& options, const MatrixShape& shape) {
+    if (options.min_genes < 0) throw std::invalid_argument("SeuratRecipeOptions::min_genes must be >= 0");
+    if (options.min_cells < 0) throw std::invalid_argument("SeuratRecipeOptions::min_cells must be >= 0");
+    if (!(options.target_sum > 0.0)) throw std::invalid_argument("SeuratRecipeOptions::target_sum must be > 0");
+    if (!(options.max_value > 0.0)) throw std::invalid_argument("SeuratRecipeOptions::max_value must be > 0");
+    if (options.hvg.flavor == HvgFlavor::SeuratV3)
+        throw std::invalid_argument("SeuratRecipeOptions::hvg.flavor must be seurat or cell_ranger");
+    if (options.pca && options.pca->num_components < 1)
+        throw std::invalid_argument("SeuratRecipeOptions::pca.num_components must be >= 1");
+    if (shape.num_cells < 2)
+        throw std::invalid_argument("recipe_seurat: needs at least 2 cells; the matrix has " + std::to_string(shape.num_cells));
+}
+
+Zheng17Result recipe_zheng17(ShardSet& shards, const Zheng17Options& options, JobContext& ctx) {
+    validate(options, shards.shape());
+    Zheng17Result result;
+    std::vector<std::int64_t> genes = identity(shards.num_genes());
+    std::vector<std::int64_t> cells = identity(shards.num_cells());
+
+    // pp.filter_genes(adata, min_counts=1): only genes with at least one count.
+    FilterGenesOptions gene_filter;
+    gene_filter.min_counts = 1.0;
+    result.gene_filter = filter_genes(shards, gene_filter, ctx);
+    apply_gene_filter(shards, result.gene_filter, ctx);
+    genes = compose(genes, result.gene_filter.keep);
+
+    // pp.normalize_per_cell(adata, key_n_counts='n_counts_all'): drops cells with no
+    // counts (min_counts=1), then scales to the median total of the cells kept.
+    // scanpy's unreleased main calls normalize_total(key_added='n_counts_all') here
+    // instead, which keeps zero-count cells and takes the median of non-zero totals.
+    result.first_normalization = normalize_per_cell(shards, {}, ctx);
+    cells = compose(cells, result.first_normalization.cell_kept);
+
+    // filter_genes_dispersion(X, flavor='cell_ranger', n_top_genes, log=False) on the
+    // normalised, non-log data (unreleased main: highly_variable_genes(flavor='cell_ranger'),
+    // which takes the signed norm and a float64 cut-off).
+    HvgOptions hvg;
+    hvg.flavor = HvgFlavor::CellRanger;
+    hvg.api = HvgApi::FilterGenesDispersion;
+    hvg.log = false;
+    hvg.num_top_genes = options.num_top_genes;
+    result.dispersion = highly_variable_genes(shards, hvg, ctx);
+    shards.subset_columns(result.dispersion.highly_variable, ctx);
+    result.hvg_genes = compose(genes, result.dispersion.highly_variable);
+
+    // pp.normalize_per_cell(adata): renormalise on the HVG block (again drops cells
+    // whose total is below 1).
+    result.second_normalization = normalize_per_cell(shards, {}, ctx);
+    result.kept_cells = compose(cells, result.second_normalization.cell_kept);
+
+    if (options.log) log1p(shards, ctx);
+    // pp.scale(adata): zero-centre, unit variance, no clipping.
+    result.scaling = scale(shards, {}, ctx);
+    if (options.pca) result.pca = pca(shards, result.scaling, *options.pca, ctx);
+    return result;
+}
+
+SeuratRecipeResult recipe_seurat(ShardSet& shards, const SeuratRecipeOptions& options, JobContext& ctx) {
+    validate(options, shards.shape());
+    SeuratRecipeResult result;
+    std::vector<std::int64_t> genes = identity(shards.num_genes());
+    std::vector<std::int64_t> cells = identity(shards.num_cells());
+
+    // pp.filter_cells(adata, min_genes=200); pp.filter_genes(adata, min_cells=3).
+    FilterCellsOptions cell_filter;
+    cell_filter.min_genes = options.min_genes;
+    result.cell_filter = filter_cells(shards, cell_filter, ctx);
+    apply_cell_filter(shards, result.cell_filter, ctx);
+    cells = compose(cells, result.cell_filter.keep);
+    FilterGenesOptions gene_filter;
+    gene_filter.min_cells = options.min_cells;
+    result.gene_filter = filter_genes(shards, gene_filter, ctx);
+    apply_gene_filter(shards, result.gene_filter, ctx);
+    genes = compose(genes, result.gene_filter.keep);
+
+    // normalize_total(adata, target_sum=1e4).
+    NormalizeTotalOptions normalization;
+    normalization.target_sum = options.target_sum;
+    result.normalization = normalize_total(shards, normalization, ctx);
+
+    // filter_genes_dispersion(X, min_mean=0.0125, max_mean=3, min_disp=0.5, log=not log)
+    // on the normalised data; then subset to those genes.
+    HvgOptions hvg = options.hvg;
+    if (hvg.api == HvgApi::FilterGenesDispersion) hvg.log = !options.log;
+    result.dispersion = highly_variable_genes(shards, hvg, ctx);
+    if (result.dispersion.num_selected < 2)
+        throw std::invalid_argument("recipe_seurat: only " + std::to_string(result.dispersion.num_selected) +
+                                    " highly variable genes pass SeuratRecipeOptions::hvg's cut-offs");
+    shards.subset_columns(result.dispersion.highly_variable, ctx);
+    result.hvg_genes = compose(genes, result.dispersion.highly_variable);
+    result.kept_cells = std::move(cells);
+
+    if (options.log) log1p(shards, ctx);
+    // pp.scale(adata, max_value=10): scanpy 1.9 clips above only.
+    ScaleOptions scaling;
+    scaling.max_value = options.max_value;
+    result.scaling = scale(shards, scaling, ctx);
+    if (options.pca) result.pca = pca(shards, result.scaling, *options.pca, ctx);
+    return result;
+}
+
+}  // namespace fathom
