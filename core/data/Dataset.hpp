@@ -4,6 +4,7 @@
 #include <map>
 #include <string>
 
+#include "core/data/CsrShard.hpp"
 #include "core/data/Table.hpp"
 #include "core/data/Uns.hpp"
 #include "core/types/DenseMatrix.hpp"
@@ -37,6 +38,9 @@ struct Dataset {
     Table var;                        ///< one row per gene; index = gene names
     std::map<std::string, DenseMatrix<float>> obsm;  ///< cells x k each (X_pca, X_umap, ...)
     std::map<std::string, DenseMatrix<float>> varm;  ///< genes x k each (PCs, ...)
+    /// cells x cells sparse graphs (obsp['distances'], obsp['connectivities']) as square
+    /// CSR (num_genes of the shard = number of cells).
+    std::map<std::string, CsrShard> obsp;
     UnsNode uns;                      ///< unstructured annotations (a dictionary)
 };
 

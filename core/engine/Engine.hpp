@@ -60,6 +60,9 @@ struct AnalysisSnapshot {
     std::uint64_t version = 0;                       ///< increases with every change
     std::shared_ptr<const DatasetSummary> dataset;   ///< null before open()
     std::shared_ptr<const Table> obs;                ///< barcodes + QC, clusters, user annotations
+    /// Row of the opened matrix behind every obs row (cells removed by filters are
+    /// absent); empty before open().
+    std::vector<std::int64_t> cells;
     std::shared_ptr<const Table> var;                ///< gene names + HVG flags, means
     std::map<std::string, std::shared_ptr<const DenseMatrix<float>>> obsm;  ///< X_pca, X_umap, ...
     std::map<std::string, std::vector<std::string>> colors;  ///< "<key>" -> "#rrggbb" per category
@@ -115,9 +118,6 @@ public:
     std::shared_ptr<const AnalysisSnapshot> snapshot() const;
     /// The latest embedding frame published by a running (or finished) UMAP; null if none.
     std::shared_ptr<const EmbeddingFrame> embedding_frame() const;
-
-    /// Per-stage timings of the last pipeline run (for --report).
-    std::vector<StageTiming> last_run_timings() const;
 
     struct State;  ///< implementation detail (engine/Engine.cpp)
 

@@ -4,14 +4,24 @@
 
 namespace fathom {
 
-void JobContext::begin_stage(std::string stage) {
+void JobContext::begin_step(std::string step) {
     std::function<void(const std::string&)> observer;
     {
         std::lock_guard lock(m_mutex);
-        m_progress = Progress{std::move(stage), 0.0, {}};
+        m_progress = Progress{step, step, 0.0, {}};
         observer = m_stage_observer;
     }
-    if (observer) observer(m_progress.stage);
+    if (observer) observer(step);
+    checkpoint();
+}
+
+void JobContext::begin_stage(std::string stage) {
+    {
+        std::lock_guard lock(m_mutex);
+        m_progress.stage = m_progress.step.empty() || m_progress.step == stage ? stage : m_progress.step + ": " + stage;
+        m_progress.fraction = 0.0;
+        m_progress.message.clear();
+    }
     checkpoint();
 }
 

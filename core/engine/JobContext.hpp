@@ -20,14 +20,16 @@ public:
 
 /// Snapshot of a job's progress.
 struct Progress {
-    std::string stage;       ///< current step, e.g. "pca"
-    double fraction = 0.0;   ///< of the current stage, in [0, 1]
+    std::string step;        ///< current top-level step, e.g. "pca" (timed by the engine)
+    std::string stage;       ///< "step" or "step: sub-stage" as shown to users
+    double fraction = 0.0;   ///< of the current (sub-)stage, in [0, 1]
     std::string message;     ///< optional detail ("epoch 40/200")
 };
 
 /// Shared between the worker that runs a step and the threads that watch it.
 /// All members are thread-safe. Steps call checkpoint() about every 50 ms of work and
-/// report() as they go; stages are named with begin_stage().
+/// report() as they go. The engine names top-level steps with begin_step() (each one
+/// is timed); algorithms name their sub-stages with begin_stage().
 class JobContext {
 public:
     JobContext() = default;
@@ -42,13 +44,15 @@ public:
         if (cancelled()) throw Cancelled();
     }
 
-    /// Starts a named stage at fraction 0.
+    /// Starts a top-level step at fraction 0 and notifies the stage observer.
+    void begin_step(std::string step);
+    /// Starts a named sub-stage of the current step at fraction 0 (not timed).
     void begin_stage(std::string stage);
     /// Fraction of the current stage done, clamped to [0, 1]; also checks for cancel.
     void report(double fraction, std::string message = {});
     Progress progress() const;
 
-    /// Optional observer called (on the worker thread) on every stage change; used by
+    /// Optional observer called (on the worker thread) on every begin_step(); used by
     /// the engine to time steps.
     void set_stage_observer(std::function<void(const std::string&)> observer);
 

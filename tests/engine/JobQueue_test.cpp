@@ -15,9 +15,9 @@ TEST(JobQueue, SubmitReturnsAtOnceAndRunsToSuccess) {
     JobQueue queue;
     std::atomic<bool> release{false};
     auto handle = queue.submit("spin", [&](JobContext& ctx) {
-        ctx.begin_stage("waiting");
+        ctx.begin_step("waiting");
         while (!release.load()) ctx.checkpoint();
-        ctx.begin_stage("done");
+        ctx.begin_step("done");
     });
     // The job is queued or running but cannot have finished: it waits for release.
     EXPECT_FALSE(handle.status().finished());
@@ -35,7 +35,7 @@ TEST(JobQueue, CancelStopsARunningJobAtItsNextCheckpoint) {
     JobQueue queue;
     std::atomic<bool> started{false};
     auto handle = queue.submit("endless", [&](JobContext& ctx) {
-        ctx.begin_stage("loop");
+        ctx.begin_step("loop");
         started = true;
         while (true) ctx.report(0.5);
     });

@@ -1,0 +1,214 @@
+#include "core/engine/Engine.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <unordered_map>
+
+#include "core/engine/detail/EngineState.hpp"
+#include "core/engine/detail/SelectedRowsSource.hpp"
+#include "core/io/RowSource.hpp"
+#include "core/io/h5ad_writer.hpp"
+
+namespace fathom {
+
+void PipelineSettings::validate() const {
+    const auto fail = [](const std::string& field, const std::string& rule) {
+        throw std::invalid_argument("PipelineSettings::" + field + " " + rule);
+    };
+    if (recipe != "zheng17" && recipe != "seurat" && recipe != "none")
+        fail("recipe", "must be zheng17, seurat or none (got '" + recipe + "')");
+    if (num_top_genes < 1) fail("num_top_genes", "must be >= 1");
+    if (num_pcs < 1) fail("num_pcs", "must be >= 1");
+    if (num_neighbors < 2) fail("num_neighbors", "must be >= 2");
+    if (!(min_dist >= 0.0)) fail("min_dist", "must be >= 0");
+    if (!(spread > 0.0)) fail("spread", "must be > 0");
+    if (min_dist > spread) fail("min_dist", "must be <= spread");
+    if (umap_epochs < 0) fail("umap_epochs", "must be >= 0 (0 = default)");
+    if (!(resolution > 0.0)) fail("resolution", "must be > 0");
+    if (!markers.empty() && markers != "t-test" && markers != "wilcoxon")
+        fail("markers", "must be t-test, wilcoxon or empty (got '" + markers + "')");
+    if (!(min_counts_per_cell >= 0.0)) fail("min_counts_per_cell", "must be >= 0");
+    if ((run_umap || run_leiden) && !run_neighbors) fail("run_neighbors", "is required by UMAP and Leiden");
+}
+
+namespace {
+
+/// Reads rows [range.begin, range.end) in blocks so that progress and cancellation
+/// work during long reads.
+CsrShard read_shard(io::RowSource& source, const RowRange& range, JobContext& ctx, double done, double share,
+                    std::int64_t total_rows) {
+    constexpr std::int64_t block = 65536;
+    CsrShard shard;
+    shard.row_begin = range.begin;
+    shard.num_genes = source.shape().num_genes;
+    shard.row_offsets.reserve(static_cast<std::size_t>(range.size() + 1));
+    for (std::int64_t begin = range.begin; begin < range.end; begin += block) {
+        ctx.checkpoint();
+        const std::int64_t end = std::min(range.end, begin + block);
+        CsrShard part = source.read_rows(begin, end);
+        const std::int64_t base = shard.row_offsets.back();
+        for (std::size_t row = 1; row < part.row_offsets.size(); ++row)
+            shard.row_offsets.push_back(base + part.row_offsets[row]);
+        shard.gene_indices.insert(shard.gene_indices.end(), part.gene_indices.begin(), part.gene_indices.end());
+        shard.values.insert(shard.values.end(), part.values.begin(), part.values.end());
+        ctx.report(done + share * static_cast<double>(end) / static_cast<double>(std::max<std::int64_t>(1, total_rows)));
+    }
+    return shard;
+}
+
+bool all_integer(const ShardSet& shards) {
+    for (int index = 0; index < shards.num_shards(); ++index) {
+        const CsrShard host = shards.shard(index).to_host();
+        for (float value : host.values)
+            if (value < 0.0f || value != std::floor(value)) return false;
+    }
+    return true;
+}
+
+}  // namespace
+
+Engine::Engine(EngineConfig config) : m_state(std::make_shared<State>()) {
+    DeviceSpec::parse(config.devices);  // validate early: throws naming --devices
+    m_state->config = std::move(config);
+}
+
+Engine::~Engine() = default;
+
+JobHandle Engine::open(std::string path) {
+    auto state = m_state;
+    return state->compute.submit("open", [state, path](JobContext& ctx) {
+        ctx.begin_step("read");
+        const DeviceSpec devices = DeviceSpec::parse(state->config.devices);
+        io::OpenedDataset opened = io::open_dataset(path);
+        auto data = std::make_shared<detail::LoadedData>();
+        data->devices = devices;
+        const std::vector<std::int64_t> offsets = opened.source->row_offsets();
+        // CUDA shards need the CUDA backend (gpu/); the engine places shards on CPU
+        // backends, one per requested device, so the same split is kept.
+        const int num_shards = std::max(1, devices.num_shards());
+        const auto ranges = plan_row_ranges(offsets, num_shards, devices.balance);
+        std::vector<CsrShard> shards;
+        double done = 0.0;
+        for (const auto& range : ranges) {
+            shards.push_back(read_shard(*opened.source, range, ctx, 0.0, 1.0, opened.meta.shape.num_cells));
+            done += static_cast<double>(range.size());
+        }
+        data->raw = ShardSet::make_cpu(ShardedCsr(opened.meta.shape, std::move(shards)));
+        data->meta = std::move(opened.meta);
+        data->integer_counts = data->meta.integer_counts_known ? data->meta.integer_counts : all_integer(data->raw);
+
+        ctx.begin_step("qc");
+        data->qc = calculate_qc_metrics(data->raw, data->meta.var.index(), QcOptions{}, ctx);
+
+        state->cache.clear();
+        {
+            std::lock_guard lock(state->mutex);
+            state->data = data;
+            state->frame.reset();
+        }
+        state->publish(detail::build_snapshot(*state, *data));
+    });
+}
+
+JobHandle Engine::run(PipelineSettings settings) {
+    settings.validate();
+    auto state = m_state;
+    return state->compute.submit("pipeline", [state, settings](JobContext& ctx) {
+        detail::run_pipeline(*state, settings, ctx);
+    });
+}
+
+Pending<GeneValues> Engine::gene_values(std::string gene, ValueLayer layer) {
+    auto state = m_state;
+    auto slot = std::make_shared<ResultSlot<GeneValues>>();
+    JobHandle handle = state->query.submit("gene", [state, slot, gene, layer](JobContext& ctx) {
+        ctx.begin_step("gene");
+        const auto data = state->loaded();
+        if (!data) throw std::invalid_argument("gene '" + gene + "': no dataset is open");
+        const auto& names = data->meta.var.index();
+        std::int64_t gene_index = -1;
+        for (std::size_t index = 0; index < names.size() && gene_index < 0; ++index)
+            if (names[index] == gene) gene_index = static_cast<std::int64_t>(index);
+        if (gene_index < 0) {
+            if (const Column* ids = data->meta.var.find("gene_ids")) {
+                if (const auto* strings = std::get_if<StringColumn>(&ids->data)) {
+                    for (std::size_t index = 0; index < strings->values.size() && gene_index < 0; ++index)
+                        if (strings->values[index] == gene) gene_index = static_cast<std::int64_t>(index);
+                }
+            }
+        }
+        if (gene_index < 0) throw std::invalid_argument("gene '" + gene + "' is not in var names or var['gene_ids']");
+        std::vector<float> column;
+        {
+            std::lock_guard lock(data->raw_mutex);
+            column = data->raw.gene_column(static_cast<std::int32_t>(gene_index), ctx);
+        }
+        auto result = std::make_shared<GeneValues>();
+        result->gene = names[static_cast<std::size_t>(gene_index)];
+        result->gene_index = gene_index;
+        result->layer = layer;
+        // Cells of the current analysis (after any cell filter), in obs order.
+        const auto snapshot = [&] {
+            std::lock_guard lock(state->mutex);
+            return state->snapshot;
+        }();
+        const std::vector<std::int64_t>* cells = snapshot ? &snapshot->cells : nullptr;
+        const std::size_t num_cells = cells && !cells->empty() ? cells->size() : column.size();
+        result->values.resize(num_cells);
+        for (std::size_t row = 0; row < num_cells; ++row) {
+            const std::size_t raw_row = cells && !cells->empty() ? static_cast<std::size_t>((*cells)[row]) : row;
+            float value = column[raw_row];
+            if (layer == ValueLayer::LogNorm) {
+                const double total = data->qc.total_counts[raw_row];
+                value = total > 0.0 ? static_cast<float>(std::log1p(value * 1e4 / total)) : 0.0f;
+            }
+            result->values[row] = value;
+        }
+        if (!result->values.empty()) {
+            const auto [low, high] = std::minmax_element(result->values.begin(), result->values.end());
+            result->min_value = *low;
+            result->max_value = *high;
+        }
+        slot->set(std::move(result));
+    });
+    return Pending<GeneValues>(std::move(handle), std::move(slot));
+}
+
+JobHandle Engine::export_h5ad(std::string path, bool include_matrix) {
+    auto state = m_state;
+    return state->compute.submit("export", [state, path, include_matrix](JobContext& ctx) {
+        ctx.begin_step("export");
+        const auto data = state->loaded();
+        if (!data) throw std::invalid_argument("export: no dataset is open");
+        const auto snapshot = [&] {
+            std::lock_guard lock(state->mutex);
+            return state->snapshot;
+        }();
+        Dataset out = detail::export_dataset(*state, *data, *snapshot);
+        io::H5adWriteOptions options;
+        options.write_matrix = include_matrix;
+        if (include_matrix) {
+            // X = the raw counts of the analysed cells, streamed again from the file so
+            // that no second copy of the matrix is made.
+            io::OpenedDataset reopened = io::open_dataset(data->meta.path);
+            detail::SelectedRowsSource rows(std::move(reopened.source), snapshot->cells);
+            io::write_h5ad(path, out, &rows, options);
+        } else {
+            io::write_h5ad(path, out, nullptr, options);
+        }
+        ctx.report(1.0);
+    });
+}
+
+std::shared_ptr<const AnalysisSnapshot> Engine::snapshot() const {
+    std::lock_guard lock(m_state->mutex);
+    return m_state->snapshot;
+}
+
+std::shared_ptr<const EmbeddingFrame> Engine::embedding_frame() const {
+    std::lock_guard lock(m_state->mutex);
+    return m_state->frame;
+}
+
+}  // namespace fathom

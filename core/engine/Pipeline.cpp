@@ -1,0 +1,387 @@
+// The staged analysis pipeline run by Engine::run, and the snapshot / export views of
+// its results. Each stage is cached with a key made of every setting it depends on
+// (its own and those upstream), so a run recomputes exactly the stages whose key
+// changed and everything after them.
+#include <cmath>
+#include <limits>
+#include <sstream>
+
+#include "core/algo/recipes.hpp"
+#include "core/engine/detail/EngineState.hpp"
+#include "core/engine/palette.hpp"
+
+namespace fathom::detail {
+
+namespace {
+
+constexpr double k_nan = std::numeric_limits<double>::quiet_NaN();
+
+std::string key_of(const std::string& upstream, const std::string& own) { return upstream + "|" + own; }
+
+template <typename... Parts>
+std::string join_key(const Parts&... parts) {
+    std::ostringstream out;
+    out.precision(17);
+    ((out << parts << ';'), ...);
+    return out.str();
+}
+
+/// Row indices of the kept flags, composed with the previous mapping.
+std::vector<std::int64_t> compose(const std::vector<std::int64_t>& previous, const std::vector<std::uint8_t>& keep) {
+    std::vector<std::int64_t> out;
+    for (std::size_t row = 0; row < keep.size(); ++row)
+        if (keep[row]) out.push_back(previous[row]);
+    return out;
+}
+
+std::vector<std::int64_t> iota_rows(std::int64_t count) {
+    std::vector<std::int64_t> rows(static_cast<std::size_t>(count));
+    for (std::int64_t row = 0; row < count; ++row) rows[static_cast<std::size_t>(row)] = row;
+    return rows;
+}
+
+FilterResult keep_mask(std::vector<std::uint8_t> keep) {
+    FilterResult result;
+    result.keep = std::move(keep);
+    for (auto flag : result.keep) (flag ? result.num_kept : result.num_removed) += 1;
+    return result;
+}
+
+CsrShard to_square(const CsrGraph& graph) {
+    CsrShard shard;
+    shard.num_genes = graph.num_cells;
+    shard.row_offsets = graph.row_offsets;
+    shard.gene_indices = graph.col_indices;
+    shard.values = graph.values;
+    return shard;
+}
+
+// ---- stages ----
+
+/// Cell pre-filter + the recipe up to HVG selection. Output: cache.normalized.
+void run_preprocess(Engine::State& state, const LoadedData& data, const PipelineSettings& settings,
+                    JobContext& ctx) {
+    auto& cache = state.cache;
+    ctx.begin_step("preprocess");
+    ShardSet shards;
+    {
+        std::lock_guard lock(data.raw_mutex);
+        shards = data.raw.clone();
+    }
+    std::vector<std::int64_t> cells = iota_rows(shards.num_cells());
+    std::vector<std::int64_t> genes = iota_rows(shards.num_genes());
+    if (settings.min_counts_per_cell > 0.0) {
+        FilterCellsOptions options;
+        options.min_counts = settings.min_counts_per_cell;
+        const FilterResult filter = filter_cells(shards, options, ctx);
+        apply_cell_filter(shards, filter, ctx);
+        cells = compose(cells, filter.keep);
+    }
+    cache.n_counts_all.clear();
+    if (settings.recipe == "zheng17") {
+        // scanpy 1.9 recipe_zheng17, first half: filter_genes(min_counts=1);
+        // normalize_per_cell(key_n_counts='n_counts_all').
+        FilterGenesOptions gene_options;
+        gene_options.min_counts = 1.0;
+        const FilterResult gene_filter = filter_genes(shards, gene_options, ctx);
+        apply_gene_filter(shards, gene_filter, ctx);
+        genes = compose(genes, gene_filter.keep);
+        const NormalizePerCellResult normalized = normalize_per_cell(shards, NormalizePerCellOptions{}, ctx);
+        for (std::size_t row = 0; row < normalized.cell_kept.size(); ++row)
+            if (normalized.cell_kept[row]) cache.n_counts_all.push_back(normalized.counts_per_cell[row]);
+        cells = compose(cells, normalized.cell_kept);
+    } else if (settings.recipe == "seurat") {
+        // scanpy 1.9 recipe_seurat, first half: filter_cells(min_genes=200);
+        // filter_genes(min_cells=3); normalize_total(target_sum=1e4).
+        const SeuratRecipeOptions defaults;
+        FilterCellsOptions cell_options;
+        cell_options.min_genes = defaults.min_genes;
+        const FilterResult cell_filter = filter_cells(shards, cell_options, ctx);
+        apply_cell_filter(shards, cell_filter, ctx);
+        cells = compose(cells, cell_filter.keep);
+        FilterGenesOptions gene_options;
+        gene_options.min_cells = defaults.min_cells;
+        const FilterResult gene_filter = filter_genes(shards, gene_options, ctx);
+        apply_gene_filter(shards, gene_filter, ctx);
+        genes = compose(genes, gene_filter.keep);
+        NormalizeTotalOptions normalize_options;
+        normalize_options.target_sum = defaults.target_sum;
+        normalize_total(shards, normalize_options, ctx);
+    }
+    cache.normalized = std::move(shards);
+    cache.kept_cells = std::move(cells);
+    cache.kept_genes = std::move(genes);
+}
+
+/// HVG selection on cache.normalized.
+void run_hvg(Engine::State& state, const PipelineSettings& settings, JobContext& ctx) {
+    auto& cache = state.cache;
+    ctx.begin_step("hvg");
+    cache.hvg_genes.clear();
+    if (settings.recipe == "none") {
+        cache.hvg = HvgResult{};
+        cache.hvg_genes = cache.kept_genes;
+        return;
+    }
+    HvgOptions options;
+    if (settings.recipe == "zheng17") {
+        // filter_genes_dispersion(flavor='cell_ranger', n_top_genes, log=False).
+        options.flavor = HvgFlavor::CellRanger;
+        options.api = HvgApi::FilterGenesDispersion;
+        options.log = false;
+    } else {
+        options = SeuratRecipeOptions{}.hvg;
+    }
+    options.num_top_genes = settings.num_top_genes;
+    validate(options, cache.normalized->shape());
+    cache.hvg = highly_variable_genes(*cache.normalized, options, ctx);
+    for (std::size_t gene = 0; gene < cache.hvg.highly_variable.size(); ++gene)
+        if (cache.hvg.highly_variable[gene]) cache.hvg_genes.push_back(cache.kept_genes[gene]);
+}
+
+/// Subset to the HVGs, renormalise (zheng17), log1p, scale. Output: cache.hvg_block.
+void run_scale(Engine::State& state, const PipelineSettings& settings, JobContext& ctx) {
+    auto& cache = state.cache;
+    ctx.begin_step("scale");
+    ShardSet block = cache.normalized->clone();
+    std::vector<std::int64_t> cells = cache.kept_cells;
+    ScaleOptions scale_options;
+    if (settings.recipe != "none") {
+        apply_gene_filter(block, keep_mask(cache.hvg.highly_variable), ctx);
+        if (settings.recipe == "zheng17") {
+            // Second half of recipe_zheng17: normalize_per_cell(); log1p; scale().
+            const NormalizePerCellResult renormalized = normalize_per_cell(block, NormalizePerCellOptions{}, ctx);
+            cells = compose(cells, renormalized.cell_kept);
+        } else {
+            scale_options.max_value = SeuratRecipeOptions{}.max_value;
+        }
+        log1p(block, ctx);
+        cache.scaling = scale(block, scale_options, ctx);
+    } else {
+        // Data already processed: PCA centres X without scaling (pp.pca zero_center).
+        cache.scaling = scale(block, scale_options, ctx);
+        std::fill(cache.scaling.std.begin(), cache.scaling.std.end(), 1.0);
+        std::fill(cache.scaling.inv_std.begin(), cache.scaling.inv_std.end(), 1.0);
+    }
+    cache.hvg_block = std::move(block);
+    cache.block_cells = std::move(cells);
+}
+
+void run_pca(Engine::State& state, const PipelineSettings& settings, JobContext& ctx) {
+    auto& cache = state.cache;
+    ctx.begin_step("pca");
+    PcaOptions options;
+    options.num_components = settings.num_pcs;
+    options.seed = settings.seed;
+    validate(options, cache.hvg_block->shape());
+    cache.pca = pca(*cache.hvg_block, cache.scaling, options, ctx);
+}
+
+void run_neighbors(Engine::State& state, const PipelineSettings& settings, JobContext& ctx) {
+    auto& cache = state.cache;
+    ctx.begin_step("neighbors");
+    NeighborsOptions options;
+    options.knn.num_neighbors = settings.num_neighbors;
+    options.knn.seed = settings.seed;
+    options.knn.num_partitions = std::max(1, cache.hvg_block->num_shards());
+    validate(options, cache.pca.scores.rows(), cache.pca.scores.cols());
+    cache.neighbors = neighbors(cache.pca.scores, options, ctx);
+}
+
+}  // namespace
+
+void run_pipeline(Engine::State& state, const PipelineSettings& settings, JobContext& ctx) {
+    const auto data = state.loaded();
+    if (!data) throw std::invalid_argument("run: no dataset is open");
+    auto& cache = state.cache;
+    if (settings.recipe != "none" && !data->integer_counts)
+        throw std::invalid_argument("PipelineSettings::recipe '" + settings.recipe +
+                                    "' expects raw integer counts, but X holds non-integer values "
+                                    "(already processed data: use recipe 'none')");
+
+    // Keys: a stage's key holds its upstream key, so a change invalidates downstream.
+    const std::string preprocess_key = join_key(settings.recipe, settings.min_counts_per_cell);
+    const std::string hvg_key = key_of(preprocess_key, join_key(settings.num_top_genes));
+    const std::string scale_key = key_of(hvg_key, "scale");
+    const std::string pca_key = key_of(scale_key, join_key(settings.num_pcs));
+    const std::string neighbors_key = key_of(pca_key, join_key(settings.num_neighbors, settings.seed));
+
+    bool changed = false;
+    const auto stage = [&](std::optional<std::string>& cached, const std::string& key, auto&& body) {
+        if (!changed && cached && *cached == key) return;
+        changed = true;
+        cached.reset();
+        body();
+        cached = key;
+    };
+    stage(cache.preprocess_key, preprocess_key, [&] { run_preprocess(state, *data, settings, ctx); });
+    stage(cache.hvg_key, hvg_key, [&] { run_hvg(state, settings, ctx); });
+    stage(cache.scale_key, scale_key, [&] { run_scale(state, settings, ctx); });
+    stage(cache.pca_key, pca_key, [&] { run_pca(state, settings, ctx); });
+    if (settings.run_neighbors)
+        stage(cache.neighbors_key, neighbors_key, [&] { run_neighbors(state, settings, ctx); });
+
+    state.publish(build_snapshot(state, *data));
+}
+
+std::shared_ptr<AnalysisSnapshot> build_snapshot(const Engine::State& state, const LoadedData& data) {
+    const auto& cache = state.cache;
+    auto snapshot = std::make_shared<AnalysisSnapshot>();
+    auto summary = std::make_shared<DatasetSummary>();
+    summary->path = data.meta.path;
+    summary->format = format_name(data.meta.format);
+    summary->shape = data.meta.shape;
+    summary->nnz = data.meta.nnz;
+    summary->integer_counts = data.integer_counts;
+    summary->memory_bytes = 8 * (data.meta.shape.num_cells + 1) + 8 * data.meta.nnz;
+    const auto columns = [](const Table& table) {
+        std::vector<ColumnSummary> out;
+        for (const auto& column : table.columns()) {
+            ColumnSummary entry{column.name, column.type_name(), 0};
+            if (const auto* categorical = std::get_if<CategoricalColumn>(&column.data))
+                entry.num_categories = static_cast<std::int64_t>(categorical->categories.size());
+            out.push_back(entry);
+        }
+        return out;
+    };
+    summary->obs_columns = columns(data.meta.obs);
+    summary->var_columns = columns(data.meta.var);
+    for (const auto& [key, matrix] : data.meta.obsm) summary->obsm_keys.push_back(key);
+    for (int shard = 0; shard < data.raw.num_shards(); ++shard) summary->devices.push_back(data.raw.shard(shard).name());
+    snapshot->dataset = summary;
+
+    // Cells of the analysis: those that reached PCA, else every cell.
+    const bool analysed = cache.pca_key.has_value();
+    snapshot->cells = analysed ? cache.block_cells : iota_rows(data.meta.shape.num_cells);
+    const auto& cells = snapshot->cells;
+
+    // obs: the file's columns, then QC, then the pipeline's.
+    auto obs = std::make_shared<Table>(data.meta.obs.take_rows(cells));
+    const auto per_cell = [&](const auto& values) {
+        using T = typename std::decay_t<decltype(values)>::value_type;
+        std::vector<T> out;
+        out.reserve(cells.size());
+        for (auto cell : cells) out.push_back(values[static_cast<std::size_t>(cell)]);
+        return out;
+    };
+    obs->set("n_genes_by_counts", IntColumn{per_cell(data.qc.n_genes_by_counts), {}});
+    obs->set("total_counts", FloatColumn{per_cell(data.qc.total_counts)});
+    obs->set("total_counts_mt", FloatColumn{per_cell(data.qc.total_counts_mt)});
+    obs->set("pct_counts_mt", FloatColumn{per_cell(data.qc.pct_counts_mt)});
+    if (analysed && !cache.n_counts_all.empty()) {
+        // n_counts_all is per row of `normalized`; map to the final cells.
+        std::vector<double> values;
+        std::size_t cursor = 0;
+        for (auto cell : cells) {
+            while (cache.kept_cells[cursor] != cell) ++cursor;
+            values.push_back(cache.n_counts_all[cursor]);
+        }
+        obs->set("n_counts_all", FloatColumn{std::move(values)});
+    }
+    snapshot->obs = obs;
+
+    // var: the file's columns, QC, HVG statistics (NaN for genes the recipe dropped).
+    auto var = std::make_shared<Table>(data.meta.var);
+    var->set("n_cells_by_counts", IntColumn{data.qc.n_cells_by_counts, {}});
+    var->set("mean_counts", FloatColumn{data.qc.mean_counts});
+    var->set("total_counts", FloatColumn{data.qc.gene_total_counts});
+    var->set("mt", BoolColumn{data.qc.mito_genes, {}});
+    const auto num_genes = static_cast<std::size_t>(data.meta.shape.num_genes);
+    if (analysed && !cache.hvg.highly_variable.empty()) {
+        std::vector<std::uint8_t> highly_variable(num_genes, 0);
+        std::vector<double> means(num_genes, k_nan), dispersions(num_genes, k_nan), norms(num_genes, k_nan);
+        for (std::size_t column = 0; column < cache.kept_genes.size(); ++column) {
+            const auto gene = static_cast<std::size_t>(cache.kept_genes[column]);
+            highly_variable[gene] = cache.hvg.highly_variable[column];
+            means[gene] = cache.hvg.means[column];
+            if (!cache.hvg.dispersions.empty()) dispersions[gene] = cache.hvg.dispersions[column];
+            if (!cache.hvg.dispersions_norm.empty()) norms[gene] = cache.hvg.dispersions_norm[column];
+        }
+        var->set("highly_variable", BoolColumn{std::move(highly_variable), {}});
+        var->set("means", FloatColumn{std::move(means)});
+        var->set("dispersions", FloatColumn{std::move(dispersions)});
+        var->set("dispersions_norm", FloatColumn{std::move(norms)});
+    }
+    if (analysed) {
+        std::vector<double> mean(num_genes, k_nan), std_dev(num_genes, k_nan);
+        for (std::size_t column = 0; column < cache.hvg_genes.size(); ++column) {
+            const auto gene = static_cast<std::size_t>(cache.hvg_genes[column]);
+            mean[gene] = cache.scaling.mean[column];
+            std_dev[gene] = cache.scaling.std[column];
+        }
+        var->set("mean", FloatColumn{std::move(mean)});
+        var->set("std", FloatColumn{std::move(std_dev)});
+    }
+    snapshot->var = var;
+
+    for (const auto& [key, matrix] : data.meta.obsm) {
+        if (analysed && matrix.rows() != static_cast<std::int64_t>(cells.size())) continue;
+        snapshot->obsm[key] = std::make_shared<DenseMatrix<float>>(matrix);
+    }
+    if (analysed) snapshot->obsm["X_pca"] = std::make_shared<DenseMatrix<float>>(cache.pca.scores);
+    if (cache.umap_key) snapshot->obsm["X_umap"] = std::make_shared<DenseMatrix<float>>(cache.umap);
+    if (cache.leiden_key) {
+        CategoricalColumn leiden;
+        std::int32_t num_clusters = 0;
+        for (auto label : cache.leiden) num_clusters = std::max(num_clusters, label + 1);
+        for (std::int32_t cluster = 0; cluster < num_clusters; ++cluster) leiden.categories.push_back(std::to_string(cluster));
+        leiden.codes = cache.leiden;
+        obs->set("leiden", std::move(leiden));
+        snapshot->colors["leiden"] = default_category_colors(static_cast<std::size_t>(num_clusters));
+    }
+    for (const auto& column : obs->columns()) {
+        const auto* categorical = std::get_if<CategoricalColumn>(&column.data);
+        if (!categorical || snapshot->colors.count(column.name)) continue;
+        // uns['<key>_colors'] from the file when present and complete.
+        const UnsNode* stored = data.meta.uns.find(column.name + "_colors");
+        const auto* strings = stored ? std::get_if<std::vector<std::string>>(&stored->value) : nullptr;
+        snapshot->colors[column.name] = strings && strings->size() == categorical->categories.size()
+                                            ? *strings
+                                            : default_category_colors(categorical->categories.size());
+    }
+    if (cache.markers_key) {
+        snapshot->markers = cache.markers;
+        snapshot->markers_groupby = "leiden";
+    }
+    return snapshot;
+}
+
+Dataset export_dataset(const Engine::State& state, const LoadedData& data, const AnalysisSnapshot& snapshot) {
+    const auto& cache = state.cache;
+    Dataset out;
+    out.path = data.meta.path;
+    out.format = DatasetFormat::H5ad;
+    out.shape = MatrixShape{static_cast<std::int64_t>(snapshot.cells.size()), data.meta.shape.num_genes};
+    out.obs = *snapshot.obs;
+    out.var = *snapshot.var;
+    for (const auto& [key, matrix] : snapshot.obsm) out.obsm[key] = *matrix;
+    out.uns = data.meta.uns;
+    for (const auto& [key, colors] : snapshot.colors) out.uns[key + "_colors"] = UnsNode::leaf(colors);
+    if (cache.pca_key) {
+        // varm['PCs']: genes x components, zero rows for genes outside the HVG block
+        // (scanpy's use_highly_variable layout).
+        const auto& loadings = cache.pca.loadings;
+        DenseMatrix<float> full(data.meta.shape.num_genes, loadings.cols(), 0.0f);
+        for (std::size_t column = 0; column < cache.hvg_genes.size(); ++column)
+            for (std::int64_t component = 0; component < loadings.cols(); ++component)
+                full(cache.hvg_genes[column], component) = loadings(static_cast<std::int64_t>(column), component);
+        out.varm["PCs"] = std::move(full);
+        auto& pca = out.uns["pca"];
+        pca["variance"] = UnsNode::leaf(cache.pca.variance);
+        pca["variance_ratio"] = UnsNode::leaf(cache.pca.variance_ratio);
+    }
+    if (cache.neighbors_key) {
+        out.obsp["distances"] = to_square(cache.neighbors.distances);
+        out.obsp["connectivities"] = to_square(cache.neighbors.connectivities);
+        auto& neighbors = out.uns["neighbors"];
+        neighbors["connectivities_key"] = UnsNode::leaf(std::string("connectivities"));
+        neighbors["distances_key"] = UnsNode::leaf(std::string("distances"));
+        auto& params = neighbors["params"];
+        params["n_neighbors"] = UnsNode::leaf(static_cast<std::int64_t>(cache.neighbors.knn.graph.num_neighbors));
+        params["method"] = UnsNode::leaf(std::string("umap"));
+        params["metric"] = UnsNode::leaf(std::string("euclidean"));
+    }
+    return out;
+}
+
+}  // namespace fathom::detail

@@ -1,0 +1,120 @@
+#pragma once
+/// Engine internals shared by Engine.cpp (facade, open, queries, export) and
+/// Pipeline.cpp (the staged analysis). Not part of the public API.
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/algo/filter.hpp"
+#include "core/algo/hvg.hpp"
+#include "core/algo/neighbors.hpp"
+#include "core/algo/normalize.hpp"
+#include "core/algo/pca.hpp"
+#include "core/algo/qc.hpp"
+#include "core/algo/scale.hpp"
+#include "core/backend/ShardSet.hpp"
+#include "core/data/Dataset.hpp"
+#include "core/engine/Engine.hpp"
+#include "core/engine/JobQueue.hpp"
+
+namespace fathom::detail {
+
+/// A dataset as opened: host metadata plus the raw shards, which never change after
+/// loading (the pipeline works on copies). Queries lock `raw_mutex` (one call at a
+/// time per backend).
+struct LoadedData {
+    Dataset meta;
+    DeviceSpec devices;
+    ShardSet raw;
+    mutable std::mutex raw_mutex;
+    QcResult qc;                      ///< on the raw counts, at open
+    bool integer_counts = false;
+};
+
+/// Output of one pipeline stage, kept with the settings that produced it so that a
+/// later run can reuse it when nothing upstream changed.
+struct StageCache {
+    // Preprocessing (recipe up to, not including, HVG selection).
+    std::optional<std::string> preprocess_key;
+    std::optional<ShardSet> normalized;          ///< filtered + normalised (non-log) matrix
+    std::vector<std::int64_t> kept_cells;        ///< raw cell index of every row of `normalized`
+    std::vector<std::int64_t> kept_genes;        ///< raw gene index of every column of `normalized`
+    std::vector<double> n_counts_all;            ///< per kept cell: totals before normalising (zheng17)
+    // HVG selection.
+    std::optional<std::string> hvg_key;
+    HvgResult hvg;                                ///< on the columns of `normalized`
+    std::vector<std::int64_t> hvg_genes;         ///< raw gene index of each HVG
+    // Scaled HVG block (renormalised, log1p'd; scaling kept as mean/std).
+    std::optional<std::string> scale_key;
+    std::optional<ShardSet> hvg_block;
+    std::vector<std::int64_t> block_cells;       ///< raw cell index of every row of hvg_block
+    ScaleResult scaling;
+    // Later stages.
+    std::optional<std::string> pca_key;
+    PcaResult pca;
+    std::optional<std::string> neighbors_key;
+    NeighborsResult neighbors;
+    std::optional<std::string> umap_key;
+    DenseMatrix<float> umap;
+    std::optional<std::string> leiden_key;
+    std::vector<std::int32_t> leiden;
+    double modularity = 0.0;
+    std::optional<std::string> markers_key;
+    std::vector<MarkerGroup> markers;
+
+    void clear() { *this = StageCache{}; }
+};
+
+}  // namespace fathom::detail
+
+namespace fathom {
+
+struct Engine::State {
+    EngineConfig config;
+    mutable std::mutex mutex;                              ///< guards the three pointers below
+    std::shared_ptr<const AnalysisSnapshot> snapshot = std::make_shared<AnalysisSnapshot>();
+    std::shared_ptr<const EmbeddingFrame> frame;
+    std::shared_ptr<const detail::LoadedData> data;        ///< replaced by open()
+    std::uint64_t next_version = 1;
+    std::uint64_t next_frame = 1;
+
+    detail::StageCache cache;  ///< touched only on the compute thread
+
+    void publish(std::shared_ptr<AnalysisSnapshot> next) {
+        std::lock_guard lock(mutex);
+        next->version = next_version++;
+        snapshot = std::move(next);
+    }
+    void publish_frame(int epoch, int total_epochs, bool final, const DenseMatrix<float>& coordinates) {
+        auto next = std::make_shared<EmbeddingFrame>();
+        next->epoch = epoch;
+        next->total_epochs = total_epochs;
+        next->final = final;
+        next->coordinates = coordinates;
+        std::lock_guard lock(mutex);
+        next->sequence = next_frame++;
+        frame = std::move(next);
+    }
+    std::shared_ptr<const detail::LoadedData> loaded() const {
+        std::lock_guard lock(mutex);
+        return data;
+    }
+
+    // Queues last: destroyed first, so no job outlives the state it uses.
+    JobQueue query;
+    JobQueue compute;
+};
+
+namespace detail {
+/// Runs the pipeline (Pipeline.cpp) on the compute thread.
+void run_pipeline(Engine::State& state, const PipelineSettings& settings, JobContext& ctx);
+/// Builds the snapshot of the current data + cache (Pipeline.cpp).
+std::shared_ptr<AnalysisSnapshot> build_snapshot(const Engine::State& state, const LoadedData& data);
+/// The h5ad content of a snapshot: obs, var, obsm, varm, obsp and uns as scanpy lays
+/// them out (Pipeline.cpp).
+Dataset export_dataset(const Engine::State& state, const LoadedData& data, const AnalysisSnapshot& snapshot);
+}  // namespace detail
+
+}  // namespace fathom
