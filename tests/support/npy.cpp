@@ -54,8 +54,7 @@ NpyArray read_npy(const std::filesystem::path& path) {
     stream.read(header.data(), header_length);
     NpyArray array;
     array.descr = header_field(header, "descr");
-    if (header_field(header, "fortran_order") == "True")
-        throw std::runtime_error(path.string() + ": Fortran order not supported");
+    const bool fortran_order = header_field(header, "fortran_order") == "True";
     const std::string shape = header_field(header, "shape");
     std::int64_t total = 1;
     for (std::size_t position = 1; position < shape.size();) {
@@ -97,6 +96,17 @@ NpyArray read_npy(const std::filesystem::path& path) {
     }
     if (static_cast<std::int64_t>(array.numbers.size()) != total)
         throw std::runtime_error(path.string() + ": data size does not match shape");
+    if (fortran_order && array.shape.size() > 2)
+        throw std::runtime_error(path.string() + ": Fortran order with more than 2 dimensions not supported");
+    if (fortran_order && array.shape.size() == 2) {
+        // Column-major on disk (e.g. X_pca.npy); numbers are always returned in C order.
+        const std::int64_t rows = array.shape[0], cols = array.shape[1];
+        std::vector<double> c_order(array.numbers.size());
+        for (std::int64_t col = 0; col < cols; ++col)
+            for (std::int64_t row = 0; row < rows; ++row)
+                c_order[static_cast<std::size_t>(row * cols + col)] = array.numbers[static_cast<std::size_t>(col * rows + row)];
+        array.numbers = std::move(c_order);
+    }
     return array;
 }
 

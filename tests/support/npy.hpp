@@ -1,5 +1,5 @@
 #pragma once
-/// Reader for NumPy .npy files (format 1.0/2.0/3.0, little-endian, C order) as the
+/// Reader for NumPy .npy files (format 1.0/2.0/3.0, little-endian; C order, or Fortran order for 2-D arrays, returned in C order) as the
 /// shared Scanpy references store them: float32/64, int32/64, bool and '<U' strings.
 #include <cstdint>
 #include <filesystem>

@@ -1,0 +1,417 @@
+#include "core/algo/knn.hpp"
+
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+
+#include <Eigen/Core>
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <numeric>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include <hnswlib/hnswlib.h>
+
+#include "core/data/ShardedCsr.hpp"
+#include "core/engine/JobContext.hpp"
+
+namespace fathom {
+
+namespace {
+
+using RowMatrixF = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+constexpr std::int64_t kQueryBlock = 128;   // queries per task (tile rows)
+constexpr std::int64_t kPointBlock = 2048;  // points per tile (tile columns)
+
+/// Squared euclidean distance in double from float coordinates (the reference value
+/// every neighbour list is sorted by; sklearn's euclidean_distances upcasts float32
+/// to float64 the same way).
+double exact_sq_distance(const float* a, const float* b, int num_dims) noexcept {
+    double sum = 0.0;
+    for (int dim = 0; dim < num_dims; ++dim) {
+        const double diff = static_cast<double>(a[dim]) - static_cast<double>(b[dim]);
+        sum += diff * diff;
+    }
+    return sum;
+}
+
+/// (squared distance, index) ordered lexicographically: ties go to the lower index.
+using Candidate = std::pair<double, std::int32_t>;
+
+/// Writes self + the k-1 nearest others of `candidates` (any order, may contain self)
+/// into the output row. Returns the squared distance of the last neighbour kept.
+double finish_row(std::int64_t query, std::vector<Candidate>& candidates, int num_neighbors, std::int32_t* out_indices,
+                  float* out_distances) {
+    const auto self = static_cast<std::int32_t>(query);
+    std::erase_if(candidates, [self](const Candidate& candidate) { return candidate.second == self; });
+    const auto others = static_cast<std::size_t>(num_neighbors - 1);
+    std::partial_sort(candidates.begin(), candidates.begin() + static_cast<std::ptrdiff_t>(others), candidates.end());
+    out_indices[0] = self;
+    out_distances[0] = 0.0f;
+    for (std::size_t rank = 0; rank < others; ++rank) {
+        out_indices[rank + 1] = candidates[rank].second;
+        out_distances[rank + 1] = static_cast<float>(std::sqrt(candidates[rank].first));
+    }
+    return others == 0 ? 0.0 : candidates[others - 1].first;
+}
+
+/// All points scanned in double: the fallback for a query the float screen cannot certify.
+void brute_force_row(const DenseMatrix<float>& points, int num_dims, int num_neighbors, std::int64_t query,
+                     std::int32_t* out_indices, float* out_distances) {
+    const std::int64_t num_cells = points.rows();
+    std::vector<Candidate> candidates(static_cast<std::size_t>(num_cells));
+    const float* query_row = points.row(query).data();
+    for (std::int64_t cell = 0; cell < num_cells; ++cell)
+        candidates[static_cast<std::size_t>(cell)] = {exact_sq_distance(query_row, points.row(cell).data(), num_dims),
+                                                      static_cast<std::int32_t>(cell)};
+    finish_row(query, candidates, num_neighbors, out_indices, out_distances);
+}
+
+/// The float copy the screen works on: the first num_dims columns, centred in double
+/// (distances do not change; smaller norms mean less cancellation in
+/// ||q||^2 + ||x||^2 - 2 q.x), with their squared norms.
+struct Screen {
+    RowMatrixF centred;
+    std::vector<float> sq_norms;     ///< ||x||^2 of the centred rows
+    std::vector<float> lower_norms;  ///< ||x||^2 (1 - c u): keys become lower bounds (see exact_search)
+};
+
+Screen make_screen(const DenseMatrix<float>& points, int num_dims, double error_factor) {
+    const std::int64_t num_cells = points.rows();
+    std::vector<double> mean(static_cast<std::size_t>(num_dims), 0.0);
+    for (std::int64_t cell = 0; cell < num_cells; ++cell) {
+        const auto row = points.row(cell);
+        for (int dim = 0; dim < num_dims; ++dim) mean[static_cast<std::size_t>(dim)] += row[static_cast<std::size_t>(dim)];
+    }
+    for (auto& value : mean) value /= static_cast<double>(std::max<std::int64_t>(num_cells, 1));
+    Screen screen;
+    screen.centred.resize(num_cells, num_dims);
+    screen.sq_norms.resize(static_cast<std::size_t>(num_cells));
+    screen.lower_norms.resize(static_cast<std::size_t>(num_cells));
+    for (std::int64_t cell = 0; cell < num_cells; ++cell) {
+        const auto row = points.row(cell);
+        double norm = 0.0;
+        for (int dim = 0; dim < num_dims; ++dim) {
+            const auto value = static_cast<float>(row[static_cast<std::size_t>(dim)] - mean[static_cast<std::size_t>(dim)]);
+            screen.centred(cell, dim) = value;
+            norm += static_cast<double>(value) * value;
+        }
+        screen.sq_norms[static_cast<std::size_t>(cell)] = static_cast<float>(norm);
+        screen.lower_norms[static_cast<std::size_t>(cell)] = static_cast<float>(norm * (1.0 - error_factor));
+    }
+    return screen;
+}
+
+void check_points(const DenseMatrix<float>& points, int num_dims, int num_neighbors) {
+    if (num_dims < 1 || num_dims > points.cols())
+        throw std::invalid_argument("exact_neighbors: num_dims " + std::to_string(num_dims) + " not in [1, " +
+                                    std::to_string(points.cols()) + "]");
+    if (num_neighbors < 1 || num_neighbors > points.rows())
+        throw std::invalid_argument("exact_neighbors: num_neighbors " + std::to_string(num_neighbors) +
+                                    " not in [1, num_cells = " + std::to_string(points.rows()) + "]");
+    if (points.rows() > std::numeric_limits<std::int32_t>::max())
+        throw std::invalid_argument("nearest_neighbors: more than 2^31 - 1 cells");
+}
+
+/// Exact search for the queries listed in `queries` (global row indices); row r of
+/// the outputs is queries[r].
+std::int64_t exact_search(const DenseMatrix<float>& points, int num_dims, int num_neighbors,
+                          const std::vector<std::int64_t>& queries, std::int32_t* out_indices, float* out_distances,
+                          JobContext& ctx) {
+    const std::int64_t num_cells = points.rows();
+    const auto num_queries = static_cast<std::int64_t>(queries.size());
+    if (num_queries == 0) return 0;
+    // Rigorous bound on |float screen - exact| for one pair, relative to ||q||^2 + ||x||^2:
+    // the dot product (gamma_d), both norms (gamma_d each), the three-term sum and the
+    // rounding of the centred coordinates, all with unit roundoff u = 2^-24, plus slack.
+    const double error_factor = (2.0 * num_dims + 32.0) * std::ldexp(1.0, -24);
+    // The screen key of point x for query q is ||x||^2 (1 - c u) - 2 q.x, so that
+    // ||q||^2 (1 - c u) + key is a lower bound of the exact squared distance: points
+    // with large norms (outliers) carry their own error and do not loosen the bound
+    // for everyone else.
+    const Screen screen = make_screen(points, num_dims, error_factor);
+    // Candidates kept per query by the float screen; the margin absorbs float error.
+    const std::int64_t keep = std::min<std::int64_t>(num_cells, num_neighbors + std::max(8, num_neighbors / 2));
+    std::atomic<std::int64_t> fallbacks{0};
+    std::atomic<std::int64_t> blocks_done{0};
+    const std::int64_t num_blocks = (num_queries + kQueryBlock - 1) / kQueryBlock;
+
+    tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, num_blocks, 1), [&](const tbb::blocked_range<std::int64_t>& range) {
+        RowMatrixF query_block;
+        RowMatrixF tile;
+        std::vector<std::vector<std::pair<float, std::int32_t>>> heaps;
+        std::vector<Candidate> candidates;
+        for (std::int64_t block = range.begin(); block != range.end(); ++block) {
+            ctx.checkpoint();
+            const std::int64_t first = block * kQueryBlock;
+            const std::int64_t count = std::min(kQueryBlock, num_queries - first);
+            query_block.resize(count, num_dims);
+            for (std::int64_t row = 0; row < count; ++row) query_block.row(row) = screen.centred.row(queries[first + row]);
+            heaps.assign(static_cast<std::size_t>(count), {});
+            for (auto& heap : heaps) heap.reserve(static_cast<std::size_t>(keep));
+            for (std::int64_t point_begin = 0; point_begin < num_cells; point_begin += kPointBlock) {
+                const std::int64_t point_count = std::min(kPointBlock, num_cells - point_begin);
+                tile.resize(count, point_count);
+                tile.noalias() = query_block * screen.centred.middleRows(point_begin, point_count).transpose();
+                for (std::int64_t row = 0; row < count; ++row) {
+                    auto& heap = heaps[static_cast<std::size_t>(row)];
+                    const float* products = tile.row(row).data();
+                    const float* norms = screen.lower_norms.data() + point_begin;
+                    // The screen key ||x||^2 - 2 q.x orders points like the distance (||q||^2 is constant).
+                    for (std::int64_t column = 0; column < point_count; ++column) {
+                        const float key = norms[column] - 2.0f * products[column];
+                        if (static_cast<std::int64_t>(heap.size()) < keep) {
+                            heap.emplace_back(key, static_cast<std::int32_t>(point_begin + column));
+                            std::push_heap(heap.begin(), heap.end());
+                        } else if (key < heap.front().first) {
+                            std::pop_heap(heap.begin(), heap.end());
+                            heap.back() = {key, static_cast<std::int32_t>(point_begin + column)};
+                            std::push_heap(heap.begin(), heap.end());
+                        }
+                    }
+                }
+            }
+            for (std::int64_t row = 0; row < count; ++row) {
+                const std::int64_t query = queries[first + row];
+                const auto& heap = heaps[static_cast<std::size_t>(row)];
+                const float* query_row = points.row(query).data();
+                candidates.clear();
+                for (const auto& [key, cell] : heap)
+                    candidates.emplace_back(exact_sq_distance(query_row, points.row(cell).data(), num_dims), cell);
+                std::int32_t* indices = out_indices + (first + row) * num_neighbors;
+                float* distances = out_distances + (first + row) * num_neighbors;
+                const double last = finish_row(query, candidates, num_neighbors, indices, distances);
+                if (static_cast<std::int64_t>(heap.size()) < num_cells) {
+                    // Every point left out has a key >= the heap's worst, so its exact squared
+                    // distance is >= bound; certify that none can be closer than the last
+                    // neighbour kept.
+                    const double query_norm = screen.sq_norms[static_cast<std::size_t>(query)];
+                    const double bound = query_norm * (1.0 - error_factor) + static_cast<double>(heap.front().first);
+                    if (!(bound > last)) {
+                        brute_force_row(points, num_dims, num_neighbors, query, indices, distances);
+                        fallbacks.fetch_add(1, std::memory_order_relaxed);
+                    }
+                }
+            }
+            const auto done = blocks_done.fetch_add(1, std::memory_order_relaxed) + 1;
+            ctx.report(static_cast<double>(done) / static_cast<double>(num_blocks));
+        }
+    });
+    return fallbacks.load();
+}
+
+/// Contiguous float rows of the first num_dims columns (hnswlib copies points in).
+std::vector<float> leading_columns(const DenseMatrix<float>& points, int num_dims) {
+    std::vector<float> data(static_cast<std::size_t>(points.rows()) * static_cast<std::size_t>(num_dims));
+    for (std::int64_t cell = 0; cell < points.rows(); ++cell)
+        std::copy_n(points.row(cell).data(), num_dims, data.data() + cell * num_dims);
+    return data;
+}
+
+/// Approximate search with an HNSW index over all points; queries [begin, end) of
+/// each partition searched in parallel.
+void hnsw_search(const DenseMatrix<float>& points, int num_dims, const KnnOptions& options, int num_neighbors,
+                 KnnGraph& graph, JobContext& ctx) {
+    const std::int64_t num_cells = points.rows();
+    const std::vector<float> data = leading_columns(points, num_dims);
+    hnswlib::L2Space space(static_cast<std::size_t>(num_dims));
+    hnswlib::HierarchicalNSW<float> index(&space, static_cast<std::size_t>(num_cells),
+                                          static_cast<std::size_t>(options.hnsw_m),
+                                          static_cast<std::size_t>(options.hnsw_ef_construction),
+                                          static_cast<std::size_t>(options.seed % std::numeric_limits<std::uint32_t>::max()));
+    const auto add = [&](std::int64_t cell) {
+        index.addPoint(data.data() + cell * num_dims, static_cast<hnswlib::labeltype>(cell));
+    };
+    // Building is about half of the work; report it as the first half.
+    constexpr std::int64_t kBuildChunk = 1024;
+    const std::int64_t num_chunks = (num_cells + kBuildChunk - 1) / kBuildChunk;
+    std::atomic<std::int64_t> chunks_done{0};
+    const auto build_chunk = [&](std::int64_t chunk) {
+        ctx.checkpoint();
+        const std::int64_t end = std::min(num_cells, (chunk + 1) * kBuildChunk);
+        for (std::int64_t cell = std::max<std::int64_t>(1, chunk * kBuildChunk); cell < end; ++cell) add(cell);
+        const auto done = chunks_done.fetch_add(1, std::memory_order_relaxed) + 1;
+        ctx.report(0.5 * static_cast<double>(done) / static_cast<double>(num_chunks));
+    };
+    add(0);  // the entry point, before any concurrent insertion (as hnswlib's own bindings do)
+    if (options.hnsw_parallel_build) {
+        tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, num_chunks, 1),
+                          [&](const tbb::blocked_range<std::int64_t>& range) {
+                              for (std::int64_t chunk = range.begin(); chunk != range.end(); ++chunk) build_chunk(chunk);
+                          });
+    } else {
+        for (std::int64_t chunk = 0; chunk < num_chunks; ++chunk) build_chunk(chunk);
+    }
+    index.setEf(static_cast<std::size_t>(std::max(options.hnsw_ef, num_neighbors)));
+
+    std::atomic<std::int64_t> queries_done{0};
+    for (const RowRange& partition : split_rows_evenly(num_cells, options.num_partitions)) {
+        tbb::parallel_for(
+            tbb::blocked_range<std::int64_t>(partition.begin, partition.end, 256),
+            [&](const tbb::blocked_range<std::int64_t>& range) {
+                ctx.checkpoint();
+                std::vector<Candidate> candidates;
+                for (std::int64_t query = range.begin(); query != range.end(); ++query) {
+                    const float* query_row = points.row(query).data();
+                    auto found = index.searchKnn(data.data() + query * num_dims, static_cast<std::size_t>(num_neighbors));
+                    candidates.clear();
+                    while (!found.empty()) {
+                        const auto cell = static_cast<std::int32_t>(found.top().second);
+                        found.pop();
+                        candidates.emplace_back(exact_sq_distance(query_row, points.row(cell).data(), num_dims), cell);
+                    }
+                    // Too few results (tiny or badly connected graphs): a brute-force row.
+                    const auto non_self = std::count_if(candidates.begin(), candidates.end(),
+                                                        [query](const Candidate& c) { return c.second != query; });
+                    if (non_self < num_neighbors - 1) {
+                        brute_force_row(points, num_dims, num_neighbors, query,
+                                        graph.indices.data() + query * num_neighbors,
+                                        graph.distances.data() + query * num_neighbors);
+                        continue;
+                    }
+                    finish_row(query, candidates, num_neighbors, graph.indices.data() + query * num_neighbors,
+                               graph.distances.data() + query * num_neighbors);
+                }
+                const auto done = queries_done.fetch_add(range.size(), std::memory_order_relaxed) + range.size();
+                ctx.report(0.5 + 0.5 * static_cast<double>(done) / static_cast<double>(num_cells));
+            });
+    }
+}
+
+int effective_neighbors(int requested, std::int64_t num_cells) {
+    // scanpy 1.9 Neighbors.compute_neighbors: "n_obs too small: adjusting to
+    // `n_neighbors = 1 + int(0.5 * n_obs)`".
+    if (requested > num_cells) return static_cast<int>(1 + num_cells / 2);
+    return requested;
+}
+
+}  // namespace
+
+const char* knn_method_name(KnnMethod method) noexcept {
+    switch (method) {
+        case KnnMethod::Auto: return "auto";
+        case KnnMethod::Exact: return "exact";
+        case KnnMethod::Hnsw: return "hnsw";
+    }
+    return "?";
+}
+
+void validate(const KnnOptions& options, std::int64_t num_cells, std::int64_t num_dims) {
+    const auto fail = [](const std::string& message) { throw std::invalid_argument("KnnOptions::" + message); };
+    if (options.num_neighbors < 2) fail("num_neighbors must be >= 2 (self included), got " + std::to_string(options.num_neighbors));
+    if (options.num_pcs < 0) fail("num_pcs must be >= 0 (0 = all columns), got " + std::to_string(options.num_pcs));
+    if (num_dims >= 1 && options.num_pcs > num_dims)
+        fail("num_pcs " + std::to_string(options.num_pcs) + " exceeds the " + std::to_string(num_dims) +
+             " columns of the input");
+    if (options.exact_below < 0) fail("exact_below must be >= 0");
+    if (options.hnsw_m < 2) fail("hnsw_m must be >= 2, got " + std::to_string(options.hnsw_m));
+    if (options.hnsw_ef_construction < options.hnsw_m)
+        fail("hnsw_ef_construction must be >= hnsw_m, got " + std::to_string(options.hnsw_ef_construction));
+    if (options.hnsw_ef < 1) fail("hnsw_ef must be >= 1, got " + std::to_string(options.hnsw_ef));
+    if (options.num_partitions < 1) fail("num_partitions must be >= 1, got " + std::to_string(options.num_partitions));
+    if (options.recall_sample < 0) fail("recall_sample must be >= 0");
+    if (num_cells < 2) throw std::invalid_argument("nearest_neighbors: need at least 2 cells, got " + std::to_string(num_cells));
+    if (num_dims < 1) throw std::invalid_argument("nearest_neighbors: the input has no columns");
+    if (num_cells > std::numeric_limits<std::int32_t>::max())
+        throw std::invalid_argument("nearest_neighbors: more than 2^31 - 1 cells");
+}
+
+KnnGraph exact_neighbors(const DenseMatrix<float>& points, int num_dims, int num_neighbors, std::int64_t query_begin,
+                         std::int64_t query_end, JobContext& ctx, std::int64_t* fallback_queries) {
+    check_points(points, num_dims, num_neighbors);
+    if (query_begin < 0 || query_end < query_begin || query_end > points.rows())
+        throw std::invalid_argument("exact_neighbors: query range [" + std::to_string(query_begin) + ", " +
+                                    std::to_string(query_end) + ") outside [0, " + std::to_string(points.rows()) + ")");
+    std::vector<std::int64_t> queries(static_cast<std::size_t>(query_end - query_begin));
+    std::iota(queries.begin(), queries.end(), query_begin);
+    KnnGraph graph;
+    graph.num_cells = query_end - query_begin;
+    graph.num_neighbors = num_neighbors;
+    graph.indices.resize(queries.size() * static_cast<std::size_t>(num_neighbors));
+    graph.distances.resize(graph.indices.size());
+    const auto fallbacks =
+        exact_search(points, num_dims, num_neighbors, queries, graph.indices.data(), graph.distances.data(), ctx);
+    if (fallback_queries) *fallback_queries = fallbacks;
+    return graph;
+}
+
+double knn_recall(const KnnGraph& approximate, const KnnGraph& exact_rows, const std::vector<std::int64_t>& sample) {
+    if (sample.empty()) return std::numeric_limits<double>::quiet_NaN();
+    if (exact_rows.num_cells != static_cast<std::int64_t>(sample.size()) ||
+        exact_rows.num_neighbors != approximate.num_neighbors)
+        throw std::invalid_argument("knn_recall: exact_rows must have one row per sample cell and the same k");
+    const int others = approximate.num_neighbors - 1;
+    if (others < 1) return 1.0;
+    double total = 0.0;
+    std::vector<std::int32_t> truth;
+    for (std::size_t row = 0; row < sample.size(); ++row) {
+        const auto expected = exact_rows.neighbors(static_cast<std::int64_t>(row)).subspan(1);
+        truth.assign(expected.begin(), expected.end());
+        std::sort(truth.begin(), truth.end());
+        int hits = 0;
+        for (const auto cell : approximate.neighbors(sample[row]).subspan(1))
+            hits += std::binary_search(truth.begin(), truth.end(), cell) ? 1 : 0;
+        total += static_cast<double>(hits) / others;
+    }
+    return total / static_cast<double>(sample.size());
+}
+
+KnnResult nearest_neighbors(const DenseMatrix<float>& points, const KnnOptions& options, JobContext& ctx) {
+    validate(options, points.rows(), points.cols());
+    const std::int64_t num_cells = points.rows();
+    const int num_dims = options.num_pcs == 0 ? static_cast<int>(points.cols()) : options.num_pcs;
+    const int num_neighbors = effective_neighbors(options.num_neighbors, num_cells);
+
+    KnnResult result;
+    result.num_dims = num_dims;
+    result.method_used = options.method == KnnMethod::Auto
+                             ? (num_cells < options.exact_below ? KnnMethod::Exact : KnnMethod::Hnsw)
+                             : options.method;
+    KnnGraph& graph = result.graph;
+    graph.num_cells = num_cells;
+    graph.num_neighbors = num_neighbors;
+    graph.indices.resize(static_cast<std::size_t>(num_cells) * static_cast<std::size_t>(num_neighbors));
+    graph.distances.resize(graph.indices.size());
+
+    if (result.method_used == KnnMethod::Exact) {
+        // Each partition (device) searches its queries against all points; the search
+        // is certified exact, so the partitioning cannot change the result.
+        for (const RowRange& partition : split_rows_evenly(num_cells, options.num_partitions)) {
+            std::vector<std::int64_t> queries(static_cast<std::size_t>(partition.size()));
+            std::iota(queries.begin(), queries.end(), partition.begin);
+            result.exact_fallback_queries += exact_search(points, num_dims, num_neighbors, queries,
+                                                          graph.indices.data() + partition.begin * num_neighbors,
+                                                          graph.distances.data() + partition.begin * num_neighbors, ctx);
+        }
+        result.recall = 1.0;
+        return result;
+    }
+
+    hnsw_search(points, num_dims, options, num_neighbors, graph, ctx);
+    result.recall = std::numeric_limits<double>::quiet_NaN();
+    if (options.recall_sample > 0) {
+        std::vector<std::int64_t> all(static_cast<std::size_t>(num_cells));
+        std::iota(all.begin(), all.end(), 0);
+        std::vector<std::int64_t> sample;
+        std::mt19937_64 generator(options.seed ^ 0x9e3779b97f4a7c15ULL);
+        std::sample(all.begin(), all.end(), std::back_inserter(sample),
+                    std::min<std::int64_t>(options.recall_sample, num_cells), generator);
+        KnnGraph truth;
+        truth.num_cells = static_cast<std::int64_t>(sample.size());
+        truth.num_neighbors = num_neighbors;
+        truth.indices.resize(sample.size() * static_cast<std::size_t>(num_neighbors));
+        truth.distances.resize(truth.indices.size());
+        exact_search(points, num_dims, num_neighbors, sample, truth.indices.data(), truth.distances.data(), ctx);
+        result.recall = knn_recall(graph, truth, sample);
+        result.recall_queries = static_cast<int>(sample.size());
+    }
+    return result;
+}
+
+}  // namespace fathom

@@ -1,0 +1,24 @@
+#include "core/algo/neighbors.hpp"
+
+#include "core/engine/JobContext.hpp"
+
+namespace fathom {
+
+void validate(const NeighborsOptions& options, std::int64_t num_cells, std::int64_t num_dims) {
+    validate(options.knn, num_cells, num_dims);
+    validate(options.connectivities);
+}
+
+NeighborsResult neighbors(const DenseMatrix<float>& points, const NeighborsOptions& options, JobContext& ctx) {
+    validate(options, points.rows(), points.cols());
+    NeighborsResult result;
+    result.knn = nearest_neighbors(points, options.knn, ctx);
+    result.distances = distances_graph(result.knn.graph);
+    auto fuzzy = fuzzy_simplicial_set(result.knn.graph, options.connectivities, ctx);
+    result.connectivities = std::move(fuzzy.connectivities);
+    result.sigmas = std::move(fuzzy.sigmas);
+    result.rhos = std::move(fuzzy.rhos);
+    return result;
+}
+
+}  // namespace fathom

@@ -1,0 +1,35 @@
+#pragma once
+/// scanpy 1.9.6 `pp.neighbors(method='umap', metric='euclidean')` on the replicated
+/// cells x components matrix: kNN search, then obsp['distances'] and
+/// obsp['connectivities'].
+#include "core/algo/connectivities.hpp"
+#include "core/algo/knn.hpp"
+#include "core/algo/knn_graph.hpp"
+#include "core/types/DenseMatrix.hpp"
+
+namespace fathom {
+
+class JobContext;
+
+/// Options of the neighbours step.
+struct NeighborsOptions {
+    KnnOptions knn;                         ///< n_neighbors, n_pcs, search method
+    ConnectivitiesOptions connectivities;   ///< umap's fuzzy_simplicial_set parameters
+};
+
+/// Throws std::invalid_argument naming the field.
+void validate(const NeighborsOptions& options, std::int64_t num_cells, std::int64_t num_dims);
+
+/// What pp.neighbors stores, plus the kNN table and search diagnostics.
+struct NeighborsResult {
+    KnnResult knn;              ///< k neighbours per cell (self first), method used, recall
+    CsrGraph distances;         ///< obsp['distances']: k-1 non-self neighbours per row
+    CsrGraph connectivities;    ///< obsp['connectivities']: symmetric fuzzy graph
+    std::vector<float> sigmas;  ///< per cell smoothing scale (umap's sigmas)
+    std::vector<float> rhos;    ///< per cell nearest-neighbour distance (umap's rhos)
+};
+
+/// Runs nearest_neighbors, distances_graph and fuzzy_simplicial_set in turn.
+NeighborsResult neighbors(const DenseMatrix<float>& points, const NeighborsOptions& options, JobContext& ctx);
+
+}  // namespace fathom
