@@ -8,6 +8,16 @@
 
 namespace fathom {
 
+double median_float64(std::vector<double> values) {
+    if (values.empty()) return std::numeric_limits<double>::quiet_NaN();
+    const std::size_t middle = values.size() / 2;
+    std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(middle), values.end());
+    const double upper = values[middle];
+    if (values.size() % 2 == 1) return upper;
+    const double lower = *std::max_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(middle));
+    return (lower + upper) / 2.0;
+}
+
 float median_float32(std::vector<float> values) {
     if (values.empty()) return std::numeric_limits<float>::quiet_NaN();
     const std::size_t middle = values.size() / 2;
@@ -34,23 +44,55 @@ void validate(const NormalizePerCellOptions& options) {
 
 namespace {
 
-/// scanpy's per-cell factor on float32 counts: counts += counts == 0;
-/// counts = counts / after; factor = 1 / counts (all float32, as NumPy computes).
-std::vector<float> scale_factors(const std::vector<float>& counts, float after) {
-    std::vector<float> factors(counts.size());
+/// Totals and target as scanpy holds them, and the per-cell factors it multiplies in:
+/// counts += counts == 0; counts = counts / after; factor = 1 / counts.
+/// Float32 X: X.sum(1) is float32, np.median of it is float32, every step is float32.
+/// Integer X: X.sum(1) is int64, np.median gives float64, the steps are float64.
+struct Factors {
+    std::vector<double> factors;
+    double after = 0.0;
+};
+
+Factors scale_factors(const std::vector<double>& totals, std::optional<double> target, bool use_positive_only,
+                      bool integer_dtype) {
+    Factors out;
+    out.factors.resize(totals.size());
+    if (integer_dtype) {
+        double after = 1.0;
+        if (target) {
+            after = *target;
+        } else {
+            std::vector<double> pool;
+            for (double total : totals)
+                if (!use_positive_only || total > 0.0) pool.push_back(total);
+            if (!pool.empty()) after = median_float64(std::move(pool));
+        }
+        for (std::size_t cell = 0; cell < totals.size(); ++cell) {
+            double count = totals[cell];
+            if (count == 0.0) count += 1.0;
+            out.factors[cell] = 1.0 / (count / after);
+        }
+        out.after = after;
+        return out;
+    }
+    std::vector<float> counts(totals.size());
+    for (std::size_t cell = 0; cell < totals.size(); ++cell) counts[cell] = static_cast<float>(totals[cell]);
+    float after = 1.0f;
+    if (target) {
+        after = static_cast<float>(*target);  // NumPy casts the Python float to float32
+    } else {
+        std::vector<float> pool;
+        for (float count : counts)
+            if (!use_positive_only || count > 0.0f) pool.push_back(count);
+        if (!pool.empty()) after = median_float32(std::move(pool));
+    }
     for (std::size_t cell = 0; cell < counts.size(); ++cell) {
         float count = counts[cell];
         if (count == 0.0f) count += 1.0f;
         count = count / after;
-        factors[cell] = 1.0f / count;
+        out.factors[cell] = static_cast<double>(1.0f / count);
     }
-    return factors;
-}
-
-/// Totals as scanpy sees them: X.sum(axis=1) of a float32 matrix gives float32.
-std::vector<float> float32_totals(const std::vector<double>& totals) {
-    std::vector<float> out(totals.size());
-    for (std::size_t cell = 0; cell < totals.size(); ++cell) out[cell] = static_cast<float>(totals[cell]);
+    out.after = after;
     return out;
 }
 
@@ -60,23 +102,14 @@ NormalizeTotalResult normalize_total(ShardSet& shards, const NormalizeTotalOptio
     validate(options);
     ctx.begin_stage("normalize_total");
     const RowStats stats = shards.row_stats({}, ctx);
-    const std::vector<float> counts = float32_totals(stats.total);
-    float after = 0.0f;
-    if (options.target_sum) {
-        after = static_cast<float>(*options.target_sum);
-    } else {
-        // scanpy 1.9 _normalize_data: after = np.median(counts[counts > 0]).
-        std::vector<float> positive;
-        for (float count : counts)
-            if (count > 0.0f) positive.push_back(count);
-        after = positive.empty() ? 1.0f : median_float32(std::move(positive));
-    }
+    // scanpy 1.9 _normalize_data: after = np.median(counts[counts > 0]) unless given.
+    const Factors factors = scale_factors(stats.total, options.target_sum, true, options.integer_dtype);
     ctx.report(0.5);
-    shards.scale_rows(scale_factors(counts, after), ctx);
+    shards.scale_rows(factors.factors, ctx);
     ctx.report(1.0);
     NormalizeTotalResult result;
     result.counts_per_cell = stats.total;
-    result.target_sum = after;
+    result.target_sum = factors.after;
     return result;
 }
 
@@ -84,27 +117,26 @@ NormalizePerCellResult normalize_per_cell(ShardSet& shards, const NormalizePerCe
     validate(options);
     ctx.begin_stage("normalize_per_cell");
     const RowStats stats = shards.row_stats({}, ctx);
-    const std::vector<float> counts = float32_totals(stats.total);
     NormalizePerCellResult result;
     result.counts_per_cell = stats.total;
-    result.cell_kept.assign(counts.size(), 0);
-    // scanpy 1.9 filter_cells(X, min_counts): cell_subset = counts >= min_counts.
-    std::vector<float> kept_counts;
-    for (std::size_t cell = 0; cell < counts.size(); ++cell) {
-        if (static_cast<double>(counts[cell]) >= options.min_counts) {
+    result.cell_kept.assign(stats.total.size(), 0);
+    // scanpy 1.9 filter_cells(X, min_counts): cell_subset = counts >= min_counts, on
+    // the totals as scanpy holds them (float32 for float32 X).
+    std::vector<double> kept_totals;
+    for (std::size_t cell = 0; cell < stats.total.size(); ++cell) {
+        const double total = options.integer_dtype ? stats.total[cell] : static_cast<float>(stats.total[cell]);
+        if (total >= options.min_counts) {
             result.cell_kept[cell] = 1;
-            kept_counts.push_back(counts[cell]);
+            kept_totals.push_back(stats.total[cell]);
         }
     }
-    result.num_removed = static_cast<std::int64_t>(counts.size() - kept_counts.size());
+    result.num_removed = static_cast<std::int64_t>(stats.total.size() - kept_totals.size());
     if (result.num_removed > 0) shards.subset_rows(result.cell_kept, ctx);
     ctx.report(0.4);
     // counts_per_cell_after = np.median(counts_per_cell) over the kept cells.
-    const float after = options.counts_per_cell_after ? static_cast<float>(*options.counts_per_cell_after)
-                        : kept_counts.empty()         ? 1.0f
-                                                      : median_float32(kept_counts);
-    result.counts_per_cell_after = after;
-    shards.scale_rows(scale_factors(kept_counts, after), ctx);
+    const Factors factors = scale_factors(kept_totals, options.counts_per_cell_after, false, options.integer_dtype);
+    result.counts_per_cell_after = factors.after;
+    shards.scale_rows(factors.factors, ctx);
     ctx.report(1.0);
     return result;
 }

@@ -1,8 +1,9 @@
 #pragma once
-/// Library-size normalisation and log1p, as scanpy's pp.normalize_total,
-/// pp.normalize_per_cell (deprecated, used by recipe_zheng17) and pp.log1p. Arithmetic
-/// follows scanpy on float32 data: the per-cell factor is 1 / (counts / target)
-/// computed in float32 and multiplied into the float32 values.
+/// Library-size normalisation and log1p, as scanpy's pp.normalize_total (used by
+/// recipe_zheng17 and recipe_seurat in scanpy 1.9), pp.normalize_per_cell (deprecated)
+/// and pp.log1p. Arithmetic follows scanpy bit for bit where it can: the per-cell
+/// factor is 1 / (counts / target), computed in the precision scanpy uses for the
+/// matrix's dtype (see integer_dtype), and each value becomes float32(value * factor).
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -18,6 +19,10 @@ struct NormalizeTotalOptions {
     /// Total each cell is scaled to; unset = the median of the totals of cells with a
     /// non-zero total (scanpy: np.median(counts[counts > 0])). > 0 when set.
     std::optional<double> target_sum;
+    /// scanpy held X as an integer array (an h5ad with int32/int64 X; scanpy's 10x and
+    /// Matrix Market readers give float32). scanpy then sums into int64 and takes the
+    /// median and the factors in float64; for float32 X everything is float32.
+    bool integer_dtype = false;
 };
 
 /// What normalize_total did.
@@ -32,6 +37,8 @@ struct NormalizePerCellOptions {
     std::optional<double> counts_per_cell_after;
     /// Cells with a total below this are removed first (scanpy's default min_counts=1).
     double min_counts = 1.0;
+    /// As NormalizeTotalOptions::integer_dtype.
+    bool integer_dtype = false;
 };
 
 /// What normalize_per_cell did.
@@ -57,5 +64,7 @@ void log1p(ShardSet& shards, JobContext& ctx);
 /// The median as NumPy computes it on a float32 array (the mean of the two middle
 /// values for an even count, in float32). Empty input gives NaN.
 float median_float32(std::vector<float> values);
+/// The median as NumPy computes it on a float64 (or integer) array. Empty gives NaN.
+double median_float64(std::vector<double> values);
 
 }  // namespace fathom

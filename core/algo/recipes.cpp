@@ -45,46 +45,65 @@ void validate(const SeuratRecipeOptions& options, const MatrixShape& shape) {
         throw std::invalid_argument("recipe_seurat: needs at least 2 cells; the matrix has " + std::to_string(shape.num_cells));
 }
 
-Zheng17Result recipe_zheng17(ShardSet& shards, const Zheng17Options& options, JobContext& ctx) {
+Zheng17Preprocessed zheng17_preprocess(ShardSet& shards, const Zheng17Options& options, JobContext& ctx) {
     validate(options, shards.shape());
-    Zheng17Result result;
-    std::vector<std::int64_t> genes = identity(shards.num_genes());
-    std::vector<std::int64_t> cells = identity(shards.num_cells());
-
+    Zheng17Preprocessed out;
     // pp.filter_genes(adata, min_counts=1): only genes with at least one count.
     FilterGenesOptions gene_filter;
     gene_filter.min_counts = 1.0;
-    result.gene_filter = filter_genes(shards, gene_filter, ctx);
-    apply_gene_filter(shards, result.gene_filter, ctx);
-    genes = compose(genes, result.gene_filter.keep);
+    out.gene_filter = filter_genes(shards, gene_filter, ctx);
+    apply_gene_filter(shards, out.gene_filter, ctx);
+    // normalize_total(adata, key_added='n_counts_all'): scanpy 1.9.6's recipe (pre-1.5
+    // releases called normalize_per_cell, which also drops cells without counts).
+    // Zero-count cells stay (and stay zero); the target is the median of the non-zero
+    // totals.
+    NormalizeTotalOptions normalization;
+    normalization.integer_dtype = options.integer_dtype;
+    out.normalization = normalize_total(shards, normalization, ctx);
+    return out;
+}
 
-    // pp.normalize_per_cell(adata, key_n_counts='n_counts_all'): drops cells with no
-    // counts (min_counts=1), then scales to the median total of the cells kept.
-    // scanpy's unreleased main calls normalize_total(key_added='n_counts_all') here
-    // instead, which keeps zero-count cells and takes the median of non-zero totals.
-    result.first_normalization = normalize_per_cell(shards, {}, ctx);
-    cells = compose(cells, result.first_normalization.cell_kept);
-
+HvgOptions zheng17_hvg_options(const Zheng17Options& options) {
     // filter_genes_dispersion(X, flavor='cell_ranger', n_top_genes, log=False) on the
-    // normalised, non-log data (unreleased main: highly_variable_genes(flavor='cell_ranger'),
-    // which takes the signed norm and a float64 cut-off).
+    // normalised, non-log data: |d - median| / MAD, float32 cut-off, ties kept.
     HvgOptions hvg;
     hvg.flavor = HvgFlavor::CellRanger;
     hvg.api = HvgApi::FilterGenesDispersion;
     hvg.log = false;
     hvg.num_top_genes = options.num_top_genes;
-    result.dispersion = highly_variable_genes(shards, hvg, ctx);
-    shards.subset_columns(result.dispersion.highly_variable, ctx);
-    result.hvg_genes = compose(genes, result.dispersion.highly_variable);
+    return hvg;
+}
 
-    // pp.normalize_per_cell(adata): renormalise on the HVG block (again drops cells
-    // whose total is below 1).
-    result.second_normalization = normalize_per_cell(shards, {}, ctx);
-    result.kept_cells = compose(cells, result.second_normalization.cell_kept);
-
-    if (options.log) log1p(shards, ctx);
+Zheng17Finished zheng17_finish(ShardSet& hvg_block, const Zheng17Options& options, JobContext& ctx) {
+    Zheng17Finished out;
+    // normalize_total(adata): renormalise on the HVG block. X is float32 by now.
+    out.normalization = normalize_total(hvg_block, {}, ctx);
+    if (options.log) log1p(hvg_block, ctx);
     // pp.scale(adata): zero-centre, unit variance, no clipping.
-    result.scaling = scale(shards, {}, ctx);
+    out.scaling = scale(hvg_block, {}, ctx);
+    return out;
+}
+
+Zheng17Result recipe_zheng17(ShardSet& shards, const Zheng17Options& options, JobContext& ctx) {
+    validate(options, shards.shape());
+    Zheng17Result result;
+    const std::vector<std::int64_t> genes = identity(shards.num_genes());
+    result.kept_cells = identity(shards.num_cells());
+
+    Zheng17Preprocessed preprocessed = zheng17_preprocess(shards, options, ctx);
+    result.gene_filter = std::move(preprocessed.gene_filter);
+    result.first_normalization = std::move(preprocessed.normalization);
+    const std::vector<std::int64_t> kept_genes = compose(genes, result.gene_filter.keep);
+
+    result.dispersion = highly_variable_genes(shards, zheng17_hvg_options(options), ctx);
+    if (result.dispersion.num_selected < 1)
+        throw std::invalid_argument("recipe_zheng17: no gene has a defined normalised dispersion");
+    shards.subset_columns(result.dispersion.highly_variable, ctx);
+    result.hvg_genes = compose(kept_genes, result.dispersion.highly_variable);
+
+    Zheng17Finished finished = zheng17_finish(shards, options, ctx);
+    result.second_normalization = std::move(finished.normalization);
+    result.scaling = std::move(finished.scaling);
     if (options.pca) result.pca = pca(shards, result.scaling, *options.pca, ctx);
     return result;
 }

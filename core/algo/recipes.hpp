@@ -21,6 +21,10 @@ namespace fathom {
 struct Zheng17Options {
     std::int64_t num_top_genes = 1000;  ///< n_top_genes, >= 1
     bool log = true;                    ///< log1p after the second normalisation
+    /// scanpy held X as integers (an h5ad with int32/int64 X): the first normalisation
+    /// then runs in float64 (NormalizeTotalOptions::integer_dtype). The engine sets it
+    /// from the dataset; scanpy's 10x / Matrix Market readers give float32 (false).
+    bool integer_dtype = false;
     std::optional<PcaOptions> pca = PcaOptions{};  ///< PCA after the recipe; unset = none
 };
 
@@ -28,14 +32,33 @@ struct Zheng17Options {
 /// recipe (the matrix the shards held when it started).
 struct Zheng17Result {
     FilterResult gene_filter;              ///< filter_genes(min_counts=1) on the input genes
-    NormalizePerCellResult first_normalization;   ///< obs['n_counts_all'] = counts_per_cell
+    NormalizeTotalResult first_normalization;   ///< counts_per_cell = obs['n_counts_all'] (every input cell)
     HvgResult dispersion;                  ///< filter_genes_dispersion on the genes kept by gene_filter
     std::vector<std::int64_t> hvg_genes;   ///< input gene index of every gene kept, in order
-    NormalizePerCellResult second_normalization;  ///< on the HVG block (cells below 1 removed)
-    std::vector<std::int64_t> kept_cells;  ///< input cell index of every cell kept, in order
+    NormalizeTotalResult second_normalization;  ///< on the HVG block
+    std::vector<std::int64_t> kept_cells;  ///< input cell index of every cell kept (all: normalize_total keeps cells)
     ScaleResult scaling;                   ///< what pp.scale computed (mean_before_scaling / std_before_scaling)
     std::optional<PcaResult> pca;          ///< when options.pca is set
 };
+
+/// recipe_zheng17 in parts, for callers that cache each stage (the engine). Running
+/// zheng17_preprocess, highly_variable_genes(zheng17_hvg_options), subsetting the
+/// shards to the selected genes, then zheng17_finish is exactly recipe_zheng17.
+struct Zheng17Preprocessed {
+    FilterResult gene_filter;              ///< filter_genes(min_counts=1)
+    NormalizeTotalResult normalization;    ///< normalize_total(key_added='n_counts_all')
+};
+/// filter_genes(min_counts=1); normalize_total(key_added='n_counts_all'). In place.
+Zheng17Preprocessed zheng17_preprocess(ShardSet& shards, const Zheng17Options& options, JobContext& ctx);
+/// filter_genes_dispersion(flavor='cell_ranger', n_top_genes, log=False) as HvgOptions.
+HvgOptions zheng17_hvg_options(const Zheng17Options& options);
+/// What the last part computed.
+struct Zheng17Finished {
+    NormalizeTotalResult normalization;    ///< normalize_total() on the HVG block
+    ScaleResult scaling;                   ///< scale()
+};
+/// On the HVG block (in place): normalize_total(); log1p (if options.log); scale().
+Zheng17Finished zheng17_finish(ShardSet& hvg_block, const Zheng17Options& options, JobContext& ctx);
 
 /// Options of recipe_seurat (scanpy 1.9 pp.recipe_seurat, then PCA).
 struct SeuratRecipeOptions {
@@ -74,9 +97,11 @@ void validate(const Zheng17Options& options, const MatrixShape& shape);
 void validate(const SeuratRecipeOptions& options, const MatrixShape& shape);
 
 /// scanpy 1.9 recipe_zheng17 on raw counts: filter_genes(min_counts=1);
-/// normalize_per_cell(key_n_counts='n_counts_all'); filter_genes_dispersion(
+/// normalize_total(key_added='n_counts_all'); filter_genes_dispersion(
 /// flavor='cell_ranger', n_top_genes, log=False); subset to those genes;
-/// normalize_per_cell(); log1p (if log); scale(); then pca if requested.
+/// normalize_total(); log1p (if log); scale(); then pca if requested. (Its docstring
+/// still lists normalize_per_cell, which would drop zero-count cells; the 1.9.6 code
+/// and the reference outputs keep them.)
 Zheng17Result recipe_zheng17(ShardSet& shards, const Zheng17Options& options, JobContext& ctx);
 
 /// scanpy 1.9 recipe_seurat: filter_cells(min_genes=200); filter_genes(min_cells=3);

@@ -43,13 +43,15 @@ enum class ElementTransform {
 
 /// What to compute column statistics (or per-group statistics) of. Each stored value
 /// v of local row r and gene g becomes
-///   t = transform(v * row_scale[r])            (float32 arithmetic, as NumPy)
+///   s = float32(double(v) * row_scale[r])      (one rounding to float32, as scipy's
+///                                               inplace_row_scale on float32 data)
+///   t = transform(s)                           (float32 arithmetic, as NumPy)
 ///   t = min(t, column_max[g])                  (double, when column_max is given)
 /// Implicit zeros stay zeros (every transform here maps 0 to 0, and clipping only
 /// lowers values), so statistics are taken over stored entries and count the others
 /// as zeros.
 struct ColumnStatsRequest {
-    std::span<const float> row_scale;       ///< empty = 1 for every row; else num_rows() factors
+    std::span<const double> row_scale;      ///< empty = 1 for every row; else num_rows() factors
     ElementTransform transform = ElementTransform::None;
     std::span<const double> column_max;     ///< empty = no clipping; else num_genes() upper bounds
     std::span<const std::uint8_t> row_mask; ///< empty = every row; else num_rows() flags, 1 = include
@@ -158,9 +160,10 @@ public:
     virtual DenseMatrix<double> project(const ProjectionRequest& request, JobContext& ctx) const = 0;
 
     // ---- in-place transforms ----
-    /// values of row r *= factors[r] (float32 multiply, as scipy's inplace_row_scale on
-    /// a float32 matrix). factors has num_rows() entries.
-    virtual void scale_rows(std::span<const float> factors, JobContext& ctx) = 0;
+    /// values of row r become float32(double(value) * factors[r]): one rounding of the
+    /// exact product, as scipy's inplace_row_scale on a float32 matrix (for a factor that
+    /// is itself a float32 this equals the float32 multiply). num_rows() factors.
+    virtual void scale_rows(std::span<const double> factors, JobContext& ctx) = 0;
     /// values = log1p(values) in float32.
     virtual void log1p(JobContext& ctx) = 0;
     /// Keeps the genes with keep[g] = 1 (num_genes() flags), renumbering them in order.

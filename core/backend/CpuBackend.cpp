@@ -111,7 +111,8 @@ inline float transform_value(float value, ElementTransform transform) noexcept {
 inline double request_value(const CsrShard& shard, const ColumnStatsRequest& request, std::int64_t row,
                             std::int64_t entry) noexcept {
     float value = shard.values[static_cast<std::size_t>(entry)];
-    if (!request.row_scale.empty()) value = value * request.row_scale[static_cast<std::size_t>(row)];
+    if (!request.row_scale.empty())
+        value = static_cast<float>(static_cast<double>(value) * request.row_scale[static_cast<std::size_t>(row)]);
     double transformed = transform_value(value, request.transform);
     if (!request.column_max.empty())
         transformed = std::min(transformed,
@@ -495,13 +496,15 @@ DenseMatrix<double> CpuBackend::project(const ProjectionRequest& request, JobCon
     return scores;
 }
 
-void CpuBackend::scale_rows(std::span<const float> factors, JobContext& ctx) {
+void CpuBackend::scale_rows(std::span<const double> factors, JobContext& ctx) {
     check_size("scale_rows", "factors", factors.size(), m_shard.num_rows());
     parallel_rows(m_shard, ctx, [&](std::int64_t row) {
-        const float factor = factors[static_cast<std::size_t>(row)];
+        const double factor = factors[static_cast<std::size_t>(row)];
         for (auto entry = m_shard.row_offsets[static_cast<std::size_t>(row)];
-             entry < m_shard.row_offsets[static_cast<std::size_t>(row) + 1]; ++entry)
-            m_shard.values[static_cast<std::size_t>(entry)] *= factor;
+             entry < m_shard.row_offsets[static_cast<std::size_t>(row) + 1]; ++entry) {
+            float& value = m_shard.values[static_cast<std::size_t>(entry)];
+            value = static_cast<float>(static_cast<double>(value) * factor);
+        }
     });
 }
 

@@ -34,7 +34,7 @@ public:
     GramResult gram(GeneBlock genes, const Standardization& standardization, JobContext& ctx) const override;
     DenseMatrix<double> project(const ProjectionRequest& request, JobContext& ctx) const override;
 
-    void scale_rows(std::span<const float> factors, JobContext& ctx) override;
+    void scale_rows(std::span<const double> factors, JobContext& ctx) override;
     void log1p(JobContext& ctx) override;
     void subset_columns(std::span<const std::uint8_t> keep, JobContext& ctx) override;
     void subset_rows(std::span<const std::uint8_t> keep, std::int64_t new_row_begin, JobContext& ctx) override;

@@ -302,7 +302,7 @@ DenseMatrix<double> ShardSet::project(const ProjectionRequest& request, JobConte
     return scores;
 }
 
-void ShardSet::scale_rows(std::span<const float> factors, JobContext& ctx) {
+void ShardSet::scale_rows(std::span<const double> factors, JobContext& ctx) {
     check_global("scale_rows", "factors", factors.size(), num_cells());
     for_each_shard([&](int index) {
         auto& backend = *m_backends[static_cast<std::size_t>(index)];

@@ -95,7 +95,7 @@ public:
 
     // ---- in-place, on every shard ----
     /// factors is global (num_cells entries).
-    void scale_rows(std::span<const float> factors, JobContext& ctx);
+    void scale_rows(std::span<const double> factors, JobContext& ctx);
     void log1p(JobContext& ctx);
     /// keep has num_genes() flags.
     void subset_columns(std::span<const std::uint8_t> keep, JobContext& ctx);

@@ -13,8 +13,8 @@ namespace {
 
 constexpr double kTolerance = 1e-9;  // relative, for double accumulations of float data
 
-double transformed(float value, float scale, ElementTransform transform) {
-    const float scaled = value * scale;
+double transformed(float value, double scale, ElementTransform transform) {
+    const auto scaled = static_cast<float>(static_cast<double>(value) * scale);
     switch (transform) {
         case ElementTransform::Log1p: return std::log1p(scaled);
         case ElementTransform::Expm1: return std::expm1(scaled);
@@ -106,11 +106,11 @@ TEST_P(BackendConformance, ColumnStatsMatchDenseForEveryRequestKind) {
     const auto shard = simulated(11);
     const auto rows = static_cast<std::size_t>(shard.num_rows());
     const auto genes = static_cast<std::size_t>(shard.num_genes);
-    std::vector<float> scale(rows);
+    std::vector<double> scale(rows);
     std::vector<std::uint8_t> mask(rows);
     std::vector<double> column_max(genes);
     for (std::size_t row = 0; row < rows; ++row) {
-        scale[row] = 0.25f + 0.01f * static_cast<float>(row);
+        scale[row] = 0.25 + 0.0137 * static_cast<double>(row);
         mask[row] = row % 4 != 1 ? 1 : 0;
     }
     for (std::size_t gene = 0; gene < genes; ++gene) column_max[gene] = 1.5 + 0.3 * static_cast<double>(gene % 7);
@@ -142,7 +142,7 @@ TEST_P(BackendConformance, ColumnStatsMatchDenseForEveryRequestKind) {
                 if (test_case.row_mask && !mask[row]) continue;
                 const double stored = input_dense(static_cast<std::int64_t>(row), static_cast<std::int64_t>(gene));
                 if (stored == 0) continue;
-                double value = transformed(static_cast<float>(stored), test_case.row_scale ? scale[row] : 1.0f, test_case.transform);
+                double value = transformed(static_cast<float>(stored), test_case.row_scale ? scale[row] : 1.0, test_case.transform);
                 if (test_case.column_max) value = std::min(value, column_max[gene]);
                 sum += value;
                 squares += value * value;
@@ -328,18 +328,20 @@ TEST_P(BackendConformance, InPlaceTransformsMatchDense) {
     const auto shard = simulated(23);
     const auto dense = to_dense(shard);
     auto backend = make(shard);
-    std::vector<float> factors(static_cast<std::size_t>(shard.num_rows()));
-    for (std::size_t row = 0; row < factors.size(); ++row) factors[row] = 0.5f + 0.125f * static_cast<float>(row % 5);
+    std::vector<double> factors(static_cast<std::size_t>(shard.num_rows()));
+    for (std::size_t row = 0; row < factors.size(); ++row) factors[row] = 0.5 + 0.1371 * static_cast<double>(row % 5);
     backend->scale_rows(factors, ctx);
     backend->log1p(ctx);
     const auto host = backend->to_host();
     const auto result = to_dense(host);
     for (std::int64_t row = 0; row < dense.rows(); ++row)
         for (std::int64_t gene = 0; gene < dense.cols(); ++gene) {
-            const float expected = std::log1p(static_cast<float>(dense(row, gene)) * factors[static_cast<std::size_t>(row)]);
+            // One rounding of the exact product to float32, then log1p in float32.
+            const auto scaled = static_cast<float>(dense(row, gene) * factors[static_cast<std::size_t>(row)]);
+            const float expected = std::log1p(scaled);
             EXPECT_EQ(static_cast<float>(result(row, gene)), expected);
         }
-    EXPECT_THROW(backend->scale_rows(std::vector<float>(3, 1.0f), ctx), std::invalid_argument);
+    EXPECT_THROW(backend->scale_rows(std::vector<double>(3, 1.0), ctx), std::invalid_argument);
 }
 
 TEST_P(BackendConformance, SubsetColumnsAndRowsMatchDense) {

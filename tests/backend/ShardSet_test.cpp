@@ -36,8 +36,8 @@ Outputs compute(const ShardSet& shards) {
     JobContext ctx;
     Outputs out;
     const auto genes = static_cast<std::size_t>(shards.num_genes());
-    std::vector<float> scale(static_cast<std::size_t>(shards.num_cells()));
-    for (std::size_t row = 0; row < scale.size(); ++row) scale[row] = 1.0f / (1.0f + static_cast<float>(row % 13));
+    std::vector<double> scale(static_cast<std::size_t>(shards.num_cells()));
+    for (std::size_t row = 0; row < scale.size(); ++row) scale[row] = 1.0 / (1.0 + static_cast<double>(row % 13));
     ColumnStatsRequest request;
     request.row_scale = scale;
     request.transform = ElementTransform::Log1p;
