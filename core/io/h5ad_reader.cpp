@@ -1,5 +1,8 @@
 // h5ad reader: anndata 0.7 to 0.11 and the pre-0.7 layouts (see h5ad_elements.hpp
 // for the element encodings and h5ad_matrix.hpp for the matrix validation rules).
+// obs / var are always read; obsm, varm, obsp and uns only with
+// ReadOptions::read_annotations. obsp graphs are validated like X (cells x cells).
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -55,6 +58,44 @@ Table range_table(std::int64_t rows) {
     return Table(std::move(names), "_index");
 }
 
+// True for an element that holds a matrix (sparse group or 2-D numeric dataset).
+bool is_matrix_element(const h5::File& file, const std::string& object) {
+    if (file.is_group(object)) {
+        const std::string encoding = h5ad::encoding_type(file, object);
+        return encoding == "csr_matrix" || encoding == "csc_matrix" ||
+               (encoding.empty() && file.has_attribute(object, "h5sparse_format"));
+    }
+    if (!file.is_dataset(object)) return false;
+    const h5::Info info = file.dataset_info(object);
+    return info.dims.size() == 2 && (info.type_class == h5::TypeClass::Integer || info.type_class == h5::TypeClass::Float);
+}
+
+// A cells x cells graph, validated like X, read whole as one square CSR shard.
+CsrShard read_graph(const h5::File& file, const std::string& object, std::int64_t num_cells) {
+    h5ad::ExpectedShape expected;
+    expected.num_cells = num_cells;
+    expected.num_genes = num_cells;
+    expected.genes_source = "/obs (obsp graphs are cells x cells)";
+    auto info = std::make_shared<const h5ad::MatrixInfo>(h5ad::inspect_matrix(file, object, expected, false));
+    return h5ad::make_row_source(info)->read_rows(0, num_cells);
+}
+
+// obsp plus anndata's _move_adj_mtx (anndata 0.8 compat): old files kept the kNN
+// graphs in uns['neighbors']['distances' / 'connectivities'].
+std::map<std::string, CsrShard> read_obsp(const h5::File& file, std::int64_t num_cells) {
+    std::map<std::string, CsrShard> graphs;
+    if (file.is_group("/obsp"))
+        for (const auto& name : file.members("/obsp"))
+            if (is_matrix_element(file, h5::join("/obsp", name)))
+                graphs.emplace(name, read_graph(file, h5::join("/obsp", name), num_cells));
+    for (const char* name : {"distances", "connectivities"}) {
+        const std::string legacy = std::string("/uns/neighbors/") + name;
+        if (!graphs.count(name) && file.exists(legacy) && is_matrix_element(file, legacy))
+            graphs.emplace(name, read_graph(file, legacy, num_cells));
+    }
+    return graphs;
+}
+
 }  // namespace
 
 OpenedDataset open_h5ad(const std::string& path, const ReadOptions& options) {
@@ -95,7 +136,8 @@ OpenedDataset open_h5ad(const std::string& path, const ReadOptions& options) {
     if (options.read_annotations) {
         meta.obsm = h5ad::read_dense_arrays(file, "/obsm", info->shape.num_cells);
         meta.varm = h5ad::read_dense_arrays(file, selection.varm, info->shape.num_genes);
-        meta.uns = h5ad::read_uns(file, "/uns", consumed);
+        meta.obsp = read_obsp(file, info->shape.num_cells);
+        meta.uns = h5ad::read_uns(file, "/uns", consumed);  // sparse entries (moved to obsp) are skipped
     }
     opened.source = h5ad::make_row_source(info);
     return opened;

@@ -364,6 +364,12 @@ TEST(H5adMalformed, ObsmEntryWithWrongRowCount) {
     EXPECT_NO_THROW(io::open_h5ad(baseline.path.string(), lean));
 }
 
+TEST(H5adMalformed, ObspGraphNotSquare) {
+    auto baseline = make_baseline("obsp-shape");
+    test::h5_replace_int64_attribute(baseline.path, "/obsp/distances", "shape", {kCells, kCells - 1});
+    expect_format_error(baseline.path, "/obsp/distances", "obsp graphs are cells x cells");
+}
+
 // ---------------------------------------------------------------- whole file
 
 TEST(H5adMalformed, TruncatedFile) {

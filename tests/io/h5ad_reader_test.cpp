@@ -301,6 +301,11 @@ TEST(H5adReader, ModernEncodingsRoundTrip) {
     EXPECT_EQ(uns_value<std::string>(meta.uns, {"params", "method"}), "umap");
     EXPECT_EQ(uns_value<double>(meta.uns, {"params", "nested", "deep"}), 1.25);
     EXPECT_TRUE(meta.uns.find("neighbors")->children.empty());
+    // obsp: /obsp/distances plus uns/neighbors/connectivities moved there (anndata _move_adj_mtx).
+    ASSERT_EQ(meta.obsp.size(), 2u);
+    const std::int64_t cells = fixture.obs.num_rows();
+    expect_shards_equal(meta.obsp.at("distances"), test::dense_to_csr(fixture.obsp.at("distances").values, 0, cells));
+    expect_shards_equal(meta.obsp.at("connectivities"), test::dense_to_csr(fixture.uns_graph.values, 0, cells));
 
     io::ReadOptions lean;
     lean.read_annotations = false;
@@ -308,6 +313,7 @@ TEST(H5adReader, ModernEncodingsRoundTrip) {
     EXPECT_TRUE(skipped.meta.obsm.empty());
     EXPECT_TRUE(skipped.meta.varm.empty());
     EXPECT_TRUE(skipped.meta.uns.children.empty());
+    EXPECT_TRUE(skipped.meta.obsp.empty());
     test::expect_tables_equal(skipped.meta.obs, fixture.obs);  // obs / var are always read
 }
 
@@ -343,6 +349,8 @@ TEST(H5adReader, PreV07CompoundLayoutRoundTrips) {
     EXPECT_EQ(uns_value<std::string>(opened.meta.uns, {"method"}), "logreg");  // one-element 'S' array -> scalar
     EXPECT_EQ(uns_value<std::vector<std::int64_t>>(opened.meta.uns, {"random_state"}), std::vector<std::int64_t>{0});
     expect_shards_equal(opened.source->read_rows(0, 6), test::dense_to_csr(fixture.x.values, 0, 6));
+    ASSERT_EQ(opened.meta.obsp.size(), 1u);  // h5sparse uns/neighbors/connectivities
+    expect_shards_equal(opened.meta.obsp.at("connectivities"), test::dense_to_csr(fixture.uns_graph.values, 0, 6));
     io::ReadOptions raw;
     raw.matrix = "raw";
     auto raw_opened = io::open_h5ad(path.string(), raw);  // /raw.X + /raw.var
@@ -420,6 +428,13 @@ TEST(H5adRealData, AnndataArchive070LegacyCategoricalsAndLzf) {
     EXPECT_EQ(recarray.children.size(), 5u);
     EXPECT_EQ(uns_value<std::vector<std::string>>(recarray, {"idCmW"}).front(), "IRRZ");
     EXPECT_EQ(uns_value<std::vector<std::string>>(recarray, {"QJgNd"}).back(), "Yqtf");
+    // obsp: 'array' dense 30 x 30 (900 non-zeros), 'sparse' csr nnz=9 with sum 4.215272649802411
+    ASSERT_EQ(meta.obsp.size(), 2u);
+    EXPECT_EQ(meta.obsp.at("array").nnz(), 900);
+    EXPECT_EQ(meta.obsp.at("sparse").nnz(), 9);
+    double graph_total = 0;
+    for (float value : meta.obsp.at("sparse").values) graph_total += value;
+    EXPECT_NEAR(graph_total, 4.215272649802411, 1e-6);
     // row 0 non-zeros at genes [6, 8, 9, 15], all 1.0
     const CsrShard row0 = opened.source->read_rows(0, 1);
     EXPECT_EQ(std::vector<std::int32_t>(row0.gene_indices.begin(), row0.gene_indices.begin() + 4),
@@ -571,6 +586,12 @@ TEST(H5adRealData, Pbmc68kReducedPreV07Layout) {
               "RGS19");
     EXPECT_EQ(uns_value<std::vector<std::string>>(meta.uns, {"rank_genes_groups", "names", "Dendritic"}).front(), "CST3");
 
+    // obsp: 'distances', 'connectivities' moved from uns['neighbors'] by anndata; in the
+    // file uns/neighbors/distances/data has 6300 entries, connectivities/data 9992.
+    ASSERT_EQ(meta.obsp.size(), 2u);
+    EXPECT_EQ(meta.obsp.at("distances").nnz(), 6300);
+    EXPECT_EQ(meta.obsp.at("connectivities").nnz(), 9992);
+    EXPECT_EQ(meta.obsp.at("distances").num_genes, 700);
     io::ReadOptions raw;
     raw.matrix = "raw";
     auto raw_opened = io::open_h5ad(path.string(), raw);

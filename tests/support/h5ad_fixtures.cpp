@@ -644,6 +644,9 @@ H5adFixture make_h5ad_fixture(std::int64_t num_cells, std::int64_t num_genes, H5
         fixture.layers = {{"counts", counts_layer}, {"half", dense_layer}};
     }
 
+    fixture.uns_graph = {make_counts(num_cells, num_cells, 5), H5adLayout::Csr, "float64"};
+    if (!old) fixture.obsp = {{"distances", {make_counts(num_cells, num_cells, 77), H5adLayout::Csr, "float32"}}};
+
     UnsNode& uns = fixture.uns;
     if (old) {
         uns["method"] = UnsNode::leaf(std::string("logreg"));
@@ -706,11 +709,15 @@ void write_h5ad_fixture(const std::filesystem::path& path, const H5adFixture& fi
         frame.set("x", column);
         write_dataframe(id, "/obsm/df_entry", frame, fixture);
     }
+    if (!fixture.obsp.empty()) {
+        create_group(id, "/obsp");
+        if (modern) encoding(id, "/obsp", "dict", "0.1.0");
+        for (const auto& [name, graph] : fixture.obsp) write_matrix(id, "/obsp/" + name, graph, generation);
+    }
     write_uns_node(id, "/uns", fixture.uns, generation);
     if (fixture.uns_extras) {
-        H5adMatrix graph{make_counts(fixture.obs.num_rows(), fixture.obs.num_rows(), 5), H5adLayout::Csr, "float64"};
         if (H5Lexists(id, "/uns/neighbors", H5P_DEFAULT) <= 0) create_group(id, "/uns/neighbors");
-        write_matrix(id, "/uns/neighbors/connectivities", graph, generation);
+        write_matrix(id, "/uns/neighbors/connectivities", fixture.uns_graph, generation);
         if (modern) {
             Column categorical{"ignored", CategoricalColumn{{0, 1}, {"a", "b"}, false}};
             write_modern_column(id, "/uns/a_categorical", categorical, fixture);

@@ -54,9 +54,14 @@ struct H5adFixture {
     /// Non-dense obsm entries the reader must skip (a CSR group and a dataframe);
     /// not for PreV07.
     bool obsm_extras = true;
+    /// cells x cells graphs written under /obsp (not for PreV07).
+    std::map<std::string, H5adMatrix> obsp;
     UnsNode uns;                          ///< written recursively (dict -> group)
-    /// Entries the reader must skip in uns: a sparse matrix and a categorical (Modern).
+    /// Entries the reader must skip in uns: `uns_graph` at uns/neighbors/connectivities
+    /// (the pre-0.8 place of the kNN graph, which anndata moves to obsp) and a
+    /// categorical (Modern).
     bool uns_extras = true;
+    H5adMatrix uns_graph;                 ///< cells x cells, CSR
 };
 
 /// Deterministic cells x genes integer counts (about 30% non-zero, values 1..9):
