@@ -78,7 +78,7 @@ Engine::~Engine() = default;
 JobHandle Engine::open(std::string path) {
     auto state = m_state;
     return state->compute.submit("open", [state, path](JobContext& ctx) {
-        ctx.begin_step("read");
+        state->begin_step(ctx, "read");
         const DeviceSpec devices = DeviceSpec::parse(state->config.devices);
         io::OpenedDataset opened = io::open_dataset(path);
         auto data = std::make_shared<detail::LoadedData>();
@@ -98,7 +98,7 @@ JobHandle Engine::open(std::string path) {
         data->meta = std::move(opened.meta);
         data->integer_counts = data->meta.integer_counts_known ? data->meta.integer_counts : all_integer(data->raw);
 
-        ctx.begin_step("qc");
+        state->begin_step(ctx, "qc");
         data->qc = calculate_qc_metrics(data->raw, data->meta.var.index(), QcOptions{}, ctx);
 
         state->cache.clear();
@@ -123,7 +123,7 @@ Pending<GeneValues> Engine::gene_values(std::string gene, ValueLayer layer) {
     auto state = m_state;
     auto slot = std::make_shared<ResultSlot<GeneValues>>();
     JobHandle handle = state->query.submit("gene", [state, slot, gene, layer](JobContext& ctx) {
-        ctx.begin_step("gene");
+        state->begin_step(ctx, "gene");
         const auto data = state->loaded();
         if (!data) throw std::invalid_argument("gene '" + gene + "': no dataset is open");
         const auto& names = data->meta.var.index();
@@ -178,7 +178,7 @@ Pending<GeneValues> Engine::gene_values(std::string gene, ValueLayer layer) {
 JobHandle Engine::export_h5ad(std::string path, bool include_matrix) {
     auto state = m_state;
     return state->compute.submit("export", [state, path, include_matrix](JobContext& ctx) {
-        ctx.begin_step("export");
+        state->begin_step(ctx, "export");
         const auto data = state->loaded();
         if (!data) throw std::invalid_argument("export: no dataset is open");
         const auto snapshot = [&] {

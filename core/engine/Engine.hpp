@@ -7,6 +7,7 @@
 /// so colouring by a gene stays fast while a long pipeline job runs. Queries read the
 /// loaded raw shards, which never change after open().
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -25,6 +26,9 @@ namespace fathom {
 /// (CUDA devices fall back to CPU shards, with a message, when no device is usable).
 struct EngineConfig {
     std::string devices = "cpu:1";
+    /// Called on the engine thread as each step of a job begins (after it is named),
+    /// with that job's context: for logging and for tests that cancel at a given step.
+    std::function<void(const std::string& step, JobContext& ctx)> step_observer;
 };
 
 /// One obs/var column as the UI lists it.

@@ -56,13 +56,20 @@ CsrShard to_square(const CsrGraph& graph) {
     return shard;
 }
 
+Zheng17Options zheng17_options(const PipelineSettings& settings) {
+    Zheng17Options options;
+    options.num_top_genes = settings.num_top_genes;
+    options.pca.reset();  // the engine runs PCA as its own stage
+    return options;
+}
+
 // ---- stages ----
 
 /// Cell pre-filter + the recipe up to HVG selection. Output: cache.normalized.
 void run_preprocess(Engine::State& state, const LoadedData& data, const PipelineSettings& settings,
                     JobContext& ctx) {
     auto& cache = state.cache;
-    ctx.begin_step("preprocess");
+    state.begin_step(ctx, "preprocess");
     ShardSet shards;
     {
         std::lock_guard lock(data.raw_mutex);
@@ -79,17 +86,11 @@ void run_preprocess(Engine::State& state, const LoadedData& data, const Pipeline
     }
     cache.n_counts_all.clear();
     if (settings.recipe == "zheng17") {
-        // scanpy 1.9 recipe_zheng17, first half: filter_genes(min_counts=1);
-        // normalize_per_cell(key_n_counts='n_counts_all').
-        FilterGenesOptions gene_options;
-        gene_options.min_counts = 1.0;
-        const FilterResult gene_filter = filter_genes(shards, gene_options, ctx);
-        apply_gene_filter(shards, gene_filter, ctx);
-        genes = compose(genes, gene_filter.keep);
-        const NormalizePerCellResult normalized = normalize_per_cell(shards, NormalizePerCellOptions{}, ctx);
-        for (std::size_t row = 0; row < normalized.cell_kept.size(); ++row)
-            if (normalized.cell_kept[row]) cache.n_counts_all.push_back(normalized.counts_per_cell[row]);
-        cells = compose(cells, normalized.cell_kept);
+        // recipe_zheng17, first part: filter_genes(min_counts=1);
+        // normalize_total(key_added='n_counts_all').
+        const Zheng17Preprocessed pre = zheng17_preprocess(shards, zheng17_options(settings), ctx);
+        genes = compose(genes, pre.gene_filter.keep);
+        cache.n_counts_all = pre.normalization.counts_per_cell;
     } else if (settings.recipe == "seurat") {
         // scanpy 1.9 recipe_seurat, first half: filter_cells(min_genes=200);
         // filter_genes(min_cells=3); normalize_total(target_sum=1e4).
@@ -116,7 +117,7 @@ void run_preprocess(Engine::State& state, const LoadedData& data, const Pipeline
 /// HVG selection on cache.normalized.
 void run_hvg(Engine::State& state, const PipelineSettings& settings, JobContext& ctx) {
     auto& cache = state.cache;
-    ctx.begin_step("hvg");
+    state.begin_step(ctx, "hvg");
     cache.hvg_genes.clear();
     if (settings.recipe == "none") {
         cache.hvg = HvgResult{};
@@ -125,10 +126,7 @@ void run_hvg(Engine::State& state, const PipelineSettings& settings, JobContext&
     }
     HvgOptions options;
     if (settings.recipe == "zheng17") {
-        // filter_genes_dispersion(flavor='cell_ranger', n_top_genes, log=False).
-        options.flavor = HvgFlavor::CellRanger;
-        options.api = HvgApi::FilterGenesDispersion;
-        options.log = false;
+        options = zheng17_hvg_options(zheng17_options(settings));
     } else {
         options = SeuratRecipeOptions{}.hvg;
     }
@@ -142,21 +140,20 @@ void run_hvg(Engine::State& state, const PipelineSettings& settings, JobContext&
 /// Subset to the HVGs, renormalise (zheng17), log1p, scale. Output: cache.hvg_block.
 void run_scale(Engine::State& state, const PipelineSettings& settings, JobContext& ctx) {
     auto& cache = state.cache;
-    ctx.begin_step("scale");
+    state.begin_step(ctx, "scale");
     ShardSet block = cache.normalized->clone();
     std::vector<std::int64_t> cells = cache.kept_cells;
     ScaleOptions scale_options;
     if (settings.recipe != "none") {
         apply_gene_filter(block, keep_mask(cache.hvg.highly_variable), ctx);
         if (settings.recipe == "zheng17") {
-            // Second half of recipe_zheng17: normalize_per_cell(); log1p; scale().
-            const NormalizePerCellResult renormalized = normalize_per_cell(block, NormalizePerCellOptions{}, ctx);
-            cells = compose(cells, renormalized.cell_kept);
+            // Last part of recipe_zheng17: normalize_total(); log1p; scale().
+            cache.scaling = zheng17_finish(block, zheng17_options(settings), ctx).scaling;
         } else {
             scale_options.max_value = SeuratRecipeOptions{}.max_value;
+            log1p(block, ctx);
+            cache.scaling = scale(block, scale_options, ctx);
         }
-        log1p(block, ctx);
-        cache.scaling = scale(block, scale_options, ctx);
     } else {
         // Data already processed: PCA centres X without scaling (pp.pca zero_center).
         cache.scaling = scale(block, scale_options, ctx);
@@ -169,7 +166,7 @@ void run_scale(Engine::State& state, const PipelineSettings& settings, JobContex
 
 void run_pca(Engine::State& state, const PipelineSettings& settings, JobContext& ctx) {
     auto& cache = state.cache;
-    ctx.begin_step("pca");
+    state.begin_step(ctx, "pca");
     PcaOptions options;
     options.num_components = settings.num_pcs;
     options.seed = settings.seed;
@@ -179,7 +176,7 @@ void run_pca(Engine::State& state, const PipelineSettings& settings, JobContext&
 
 void run_neighbors(Engine::State& state, const PipelineSettings& settings, JobContext& ctx) {
     auto& cache = state.cache;
-    ctx.begin_step("neighbors");
+    state.begin_step(ctx, "neighbors");
     NeighborsOptions options;
     options.knn.num_neighbors = settings.num_neighbors;
     options.knn.seed = settings.seed;

@@ -97,6 +97,14 @@ struct Engine::State {
         next->sequence = next_frame++;
         frame = std::move(next);
     }
+    /// Names a top-level step of the running job and tells config.step_observer.
+    void begin_step(JobContext& ctx, const std::string& step) const {
+        ctx.begin_step(step);
+        if (config.step_observer) {
+            config.step_observer(step, ctx);
+            ctx.checkpoint();
+        }
+    }
     std::shared_ptr<const detail::LoadedData> loaded() const {
         std::lock_guard lock(mutex);
         return data;

@@ -1,0 +1,260 @@
+#include "core/engine/Engine.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <algorithm>
+#include <filesystem>
+#include <set>
+
+#include "core/algo/recipes.hpp"
+#include "core/backend/ShardSet.hpp"
+#include "core/io/RowSource.hpp"
+#include "core/io/synth.hpp"
+#include "tests/support/paths.hpp"
+
+namespace fathom {
+namespace {
+
+using namespace std::chrono_literals;
+
+/// A small synthetic raw-count dataset shared by the tests of this file.
+const std::string& dataset_path() {
+    static const std::string path = [] {
+        const auto folder = test::temp_dir("engine");
+        const std::string file = (folder / "synthetic.h5ad").string();
+        io::SynthOptions options;
+        options.num_cells = 900;
+        options.num_genes = 700;
+        options.num_cell_types = 4;
+        options.markers_per_type = 20;
+        options.seed = 5;
+        io::write_synthetic(file, options);
+        return file;
+    }();
+    return path;
+}
+
+PipelineSettings small_settings() {
+    PipelineSettings settings;
+    settings.num_top_genes = 200;
+    settings.num_pcs = 20;
+    settings.run_umap = false;
+    settings.run_leiden = false;
+    settings.markers.clear();
+    return settings;
+}
+
+std::vector<std::string> steps_of(const JobStatus& status) {
+    std::vector<std::string> steps;
+    for (const auto& timing : status.timings) steps.push_back(timing.stage);
+    return steps;
+}
+
+JobStatus finish(const JobHandle& handle) {
+    EXPECT_TRUE(handle.wait_for(120s)) << "job did not finish in time";
+    return handle.status();
+}
+
+TEST(Engine, OpenPublishesTheDatasetAndQc) {
+    Engine engine;
+    const auto status = finish(engine.open(dataset_path()));
+    ASSERT_EQ(status.state, JobState::Succeeded) << status.message;
+    const auto snapshot = engine.snapshot();
+    ASSERT_TRUE(snapshot->dataset);
+    EXPECT_EQ(snapshot->dataset->shape, (MatrixShape{900, 700}));
+    EXPECT_TRUE(snapshot->dataset->integer_counts);
+    EXPECT_EQ(snapshot->obs->num_rows(), 900);
+    ASSERT_NE(snapshot->obs->find("total_counts"), nullptr);
+    ASSERT_NE(snapshot->obs->find("pct_counts_mt"), nullptr);
+    EXPECT_EQ(snapshot->cells.size(), 900u);
+}
+
+TEST(Engine, PipelineMatchesTheRecipeCalledDirectly) {
+    Engine engine(EngineConfig{"cpu:2"});
+    ASSERT_EQ(finish(engine.open(dataset_path())).state, JobState::Succeeded);
+    const PipelineSettings settings = small_settings();
+    const auto status = finish(engine.run(settings));
+    ASSERT_EQ(status.state, JobState::Succeeded) << status.message;
+
+    // The same recipe through core/algo directly, on shards read the same way.
+    io::OpenedDataset opened = io::open_dataset(dataset_path());
+    ShardSet shards = ShardSet::make_cpu(io::load_shards(*opened.source, plan_row_ranges(opened.source->row_offsets(), 2)));
+    Zheng17Options options;
+    options.num_top_genes = settings.num_top_genes;
+    options.pca = PcaOptions{};
+    options.pca->num_components = settings.num_pcs;
+    JobContext ctx;
+    const Zheng17Result direct = recipe_zheng17(shards, options, ctx);
+
+    const auto snapshot = engine.snapshot();
+    const auto& scores = *snapshot->obsm.at("X_pca");
+    ASSERT_EQ(scores.rows(), direct.pca->scores.rows());
+    ASSERT_EQ(scores.cols(), direct.pca->scores.cols());
+    EXPECT_EQ(scores.values(), direct.pca->scores.values()) << "engine and recipe_zheng17 must be bit-identical";
+    const auto& hvg = std::get<BoolColumn>(snapshot->var->find("highly_variable")->data).values;
+    std::vector<std::int64_t> selected;
+    for (std::size_t gene = 0; gene < hvg.size(); ++gene)
+        if (hvg[gene]) selected.push_back(static_cast<std::int64_t>(gene));
+    EXPECT_EQ(selected, direct.hvg_genes);
+}
+
+TEST(Engine, ChangedSettingsRecomputeOnlyTheStagesDownstream) {
+    Engine engine;
+    ASSERT_EQ(finish(engine.open(dataset_path())).state, JobState::Succeeded);
+    PipelineSettings settings = small_settings();
+    const auto first = finish(engine.run(settings));
+    ASSERT_EQ(first.state, JobState::Succeeded) << first.message;
+    EXPECT_EQ(steps_of(first), (std::vector<std::string>{"preprocess", "hvg", "scale", "pca", "neighbors"}));
+    const auto version = engine.snapshot()->version;
+
+    // Same settings: nothing to recompute.
+    const auto again = finish(engine.run(settings));
+    EXPECT_TRUE(steps_of(again).empty());
+    EXPECT_GT(engine.snapshot()->version, version);
+
+    // New HVG settings: HVG and everything after it, nothing before.
+    settings.num_top_genes = 150;
+    const auto hvg_changed = finish(engine.run(settings));
+    EXPECT_EQ(steps_of(hvg_changed), (std::vector<std::string>{"hvg", "scale", "pca", "neighbors"}));
+    const auto& hvg = std::get<BoolColumn>(engine.snapshot()->var->find("highly_variable")->data).values;
+    EXPECT_EQ(std::count(hvg.begin(), hvg.end(), 1), 150);
+
+    // New PCA settings: PCA onwards.
+    settings.num_pcs = 10;
+    const auto pca_changed = finish(engine.run(settings));
+    EXPECT_EQ(steps_of(pca_changed), (std::vector<std::string>{"pca", "neighbors"}));
+    EXPECT_EQ(engine.snapshot()->obsm.at("X_pca")->cols(), 10);
+}
+
+TEST(Engine, ShardCountDoesNotChangeResultsBeyondRounding) {
+    std::vector<std::vector<float>> results;
+    for (const char* devices : {"cpu:1", "cpu:3", "cpu:7"}) {
+        Engine engine(EngineConfig{devices});
+        ASSERT_EQ(finish(engine.open(dataset_path())).state, JobState::Succeeded);
+        PipelineSettings settings = small_settings();
+        settings.run_neighbors = false;
+        ASSERT_EQ(finish(engine.run(settings)).state, JobState::Succeeded);
+        EXPECT_EQ(engine.snapshot()->dataset->devices.size(), static_cast<std::size_t>(devices[4] - '0'));
+        results.push_back(engine.snapshot()->obsm.at("X_pca")->values());
+    }
+    for (std::size_t run = 1; run < results.size(); ++run) {
+        ASSERT_EQ(results[run].size(), results[0].size());
+        double worst = 0.0;
+        for (std::size_t index = 0; index < results[0].size(); ++index)
+            worst = std::max(worst, std::abs(double(results[run][index]) - results[0][index]) /
+                                        std::max(1e-3, std::abs(double(results[0][index]))));
+        EXPECT_LT(worst, 1e-4) << "run " << run;
+    }
+}
+
+class EngineCancel : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(EngineCancel, CancelAtAStepEndsCancelledAndKeepsEarlierResults) {
+    const std::string target = GetParam();
+    EngineConfig config;
+    config.step_observer = [target](const std::string& step, JobContext& ctx) {
+        if (step == target) ctx.cancel();
+    };
+    Engine engine(config);
+    const bool cancels_open = target == "read" || target == "qc";
+    const auto opened = finish(engine.open(dataset_path()));
+    if (cancels_open) {
+        EXPECT_EQ(opened.state, JobState::Cancelled);
+        EXPECT_FALSE(engine.snapshot()->dataset) << "a cancelled open publishes nothing";
+        return;
+    }
+    ASSERT_EQ(opened.state, JobState::Succeeded);
+    const auto before = engine.snapshot();
+    if (target == "gene") {
+        const auto pending = engine.gene_values("GENE00001");
+        EXPECT_EQ(finish(pending.handle()).state, JobState::Cancelled);
+        EXPECT_EQ(pending.value(), nullptr);
+        return;
+    }
+    if (target == "export") {
+        const auto folder = test::temp_dir("engine-cancel");
+        const auto path = (folder / "out.h5ad").string();
+        EXPECT_EQ(finish(engine.export_h5ad(path, true)).state, JobState::Cancelled);
+        EXPECT_FALSE(std::filesystem::exists(path));
+        return;
+    }
+    const auto status = finish(engine.run(small_settings()));
+    EXPECT_EQ(status.state, JobState::Cancelled);
+    EXPECT_EQ(engine.snapshot(), before) << "earlier results stay published";
+}
+
+INSTANTIATE_TEST_SUITE_P(EverySteps, EngineCancel,
+                         ::testing::Values("read", "qc", "preprocess", "hvg", "scale", "pca", "neighbors", "gene",
+                                           "export"));
+
+TEST(Engine, CancelledRunLeavesTheEngineUsable) {
+    bool cancel_once = true;
+    EngineConfig config;
+    config.step_observer = [&cancel_once](const std::string& step, JobContext& ctx) {
+        if (step == "pca" && cancel_once) {
+            cancel_once = false;
+            ctx.cancel();
+        }
+    };
+    Engine engine(config);
+    ASSERT_EQ(finish(engine.open(dataset_path())).state, JobState::Succeeded);
+    EXPECT_EQ(finish(engine.run(small_settings())).state, JobState::Cancelled);
+    const auto status = finish(engine.run(small_settings()));
+    ASSERT_EQ(status.state, JobState::Succeeded) << status.message;
+    // preprocess/hvg/scale finished before the cancel and are reused.
+    EXPECT_EQ(steps_of(status), (std::vector<std::string>{"pca", "neighbors"}));
+    EXPECT_TRUE(engine.snapshot()->obsm.count("X_pca"));
+}
+
+TEST(Engine, GeneValuesMatchABruteForceRead) {
+    Engine engine(EngineConfig{"cpu:3"});
+    ASSERT_EQ(finish(engine.open(dataset_path())).state, JobState::Succeeded);
+    io::OpenedDataset opened = io::open_dataset(dataset_path());
+    const CsrShard all = opened.source->read_rows(0, opened.meta.shape.num_cells);
+    const std::string gene = opened.meta.var.index()[42];
+    const auto counts = engine.gene_values(gene, ValueLayer::Counts).wait();
+    const auto lognorm = engine.gene_values(gene, ValueLayer::LogNorm).wait();
+    ASSERT_TRUE(counts && lognorm);
+    ASSERT_EQ(counts->values.size(), 900u);
+    for (std::int64_t cell = 0; cell < 900; ++cell) {
+        double value = 0.0, total = 0.0;
+        for (auto entry = all.row_offsets[cell]; entry < all.row_offsets[cell + 1]; ++entry) {
+            total += all.values[entry];
+            if (all.gene_indices[entry] == 42) value = all.values[entry];
+        }
+        EXPECT_EQ(counts->values[cell], static_cast<float>(value));
+        EXPECT_NEAR(lognorm->values[cell], std::log1p(value * 1e4 / total), 1e-5);
+    }
+    const auto missing = engine.gene_values("NO_SUCH_GENE");
+    const auto status = finish(missing.handle());
+    EXPECT_EQ(status.state, JobState::Failed);
+    EXPECT_EQ(status.failure, FailureKind::Option);
+    EXPECT_NE(status.message.find("NO_SUCH_GENE"), std::string::npos);
+}
+
+TEST(Engine, UnreadableInputFailsWithTheFileNamed) {
+    Engine engine;
+    const auto status = finish(engine.open("/nonexistent/data.h5ad"));
+    EXPECT_EQ(status.state, JobState::Failed);
+    EXPECT_EQ(status.failure, FailureKind::Input);
+    EXPECT_NE(status.message.find("/nonexistent/data.h5ad"), std::string::npos);
+    // A run without a dataset fails cleanly too.
+    const auto run = finish(engine.run(small_settings()));
+    EXPECT_EQ(run.state, JobState::Failed);
+}
+
+TEST(Engine, InvalidSettingsAreRejectedNamingTheField) {
+    PipelineSettings settings;
+    settings.num_pcs = 0;
+    try {
+        settings.validate();
+        FAIL() << "expected std::invalid_argument";
+    } catch (const std::invalid_argument& error) {
+        EXPECT_NE(std::string(error.what()).find("PipelineSettings::num_pcs"), std::string::npos);
+    }
+    EXPECT_THROW(Engine(EngineConfig{"tpu:1"}), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace fathom
