@@ -1,0 +1,152 @@
+// fathom-cli run: outputs read back by anndata, exit codes, Ctrl-C.
+#include <gtest/gtest.h>
+
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "tests/support/paths.hpp"
+#include "tests/support/python.hpp"
+
+namespace fathom {
+namespace {
+
+using test::run_command;
+using test::shell_quote;
+
+const std::string cli = FATHOM_CLI_PATH;
+
+/// A synthetic raw-count dataset made once with fathom-cli synth.
+const std::string& synthetic_input(std::int64_t cells) {
+    static std::map<std::int64_t, std::string> made;
+    auto& path = made[cells];
+    if (path.empty()) {
+        const auto folder = test::temp_dir("cli-run");
+        path = (folder / ("synth_" + std::to_string(cells) + ".h5")).string();
+        const auto result = run_command(cli + " synth --cells " + std::to_string(cells) +
+                                        " --genes 2000 --seed 3 --out " + shell_quote(path) + " 2>&1");
+        EXPECT_EQ(result.exit_code, 0) << result.output;
+    }
+    return path;
+}
+
+TEST(CliRun, WritesAnH5adThatAnndataReadsWithEveryPipelineOutput) {
+    const auto folder = test::temp_dir("cli-run-out");
+    const auto out = (folder / "result.h5ad").string();
+    const auto report = (folder / "report.json").string();
+    const auto csv = (folder / "csv").string();
+    const auto result = run_command(cli + " run " + shell_quote(synthetic_input(1500)) +
+                                    " --recipe zheng17 --n-top-genes 300 --n-pcs 30 --devices cpu:2 --neighbors 15"
+                                    " --out " + shell_quote(out) + " --report " + shell_quote(report) +
+                                    " --export-csv " + shell_quote(csv) + " 2>&1");
+    ASSERT_EQ(result.exit_code, 0) << result.output;
+    ASSERT_TRUE(std::filesystem::exists(out));
+
+    // The report lists every step with wall time, CPU time and peak RSS.
+    std::ifstream stream(report);
+    const auto json = nlohmann::json::parse(stream);
+    std::vector<std::string> steps;
+    for (const auto& step : json["steps"]) {
+        steps.push_back(step["step"]);
+        EXPECT_GE(step["wall_seconds"].get<double>(), 0.0);
+        EXPECT_GT(step["peak_rss_bytes"].get<std::int64_t>(), 0);
+    }
+    for (const char* expected : {"read", "qc", "preprocess", "hvg", "scale", "pca", "neighbors", "export"})
+        EXPECT_NE(std::find(steps.begin(), steps.end(), expected), steps.end()) << expected;
+
+    FATHOM_REQUIRE_PYTHON("anndata", "numpy");
+    const auto check = test::run_python(R"(
+import sys, anndata, numpy as np
+a = anndata.read_h5ad(sys.argv[1])
+assert a.shape == (1500, 2000), a.shape
+n_hvg = int(a.var['highly_variable'].sum())
+assert 295 <= n_hvg <= 305, n_hvg  # filter_genes_dispersion keeps ties and may round to n-1
+assert a.obsm['X_pca'].shape == (1500, 30)
+assert a.varm['PCs'].shape == (2000, 30)
+vr = np.asarray(a.uns['pca']['variance_ratio'])
+assert vr.shape == (30,) and np.all(np.diff(vr) <= 1e-12) and vr.sum() < 1
+for column in ('total_counts', 'n_genes_by_counts', 'pct_counts_mt', 'n_counts_all'):
+    assert column in a.obs, column
+hv = a.var['highly_variable'].values
+assert np.all(np.isfinite(a.var['mean'][hv])) and np.all(a.var['std'][hv] > 0)
+assert np.allclose(a.obs['total_counts'].values, np.asarray(a.X.sum(axis=1)).ravel())
+print('ok')
+)", {out});
+    EXPECT_EQ(check.exit_code, 0) << check.output;
+}
+
+TEST(CliRun, BadInputAndBadOptionsGiveTheDocumentedExitCodes) {
+    const auto folder = test::temp_dir("cli-run-bad");
+    const auto out = (folder / "x.h5ad").string();
+    auto result = run_command(cli + " run /nonexistent.h5ad --out " + shell_quote(out) + " 2>&1");
+    EXPECT_EQ(result.exit_code, 3) << result.output;
+    EXPECT_NE(result.output.find("/nonexistent.h5ad"), std::string::npos) << result.output;
+
+    const auto garbage = (folder / "garbage.h5ad").string();
+    std::ofstream(garbage) << "not a dataset";
+    result = run_command(cli + " run " + shell_quote(garbage) + " --out " + shell_quote(out) + " 2>&1");
+    EXPECT_EQ(result.exit_code, 3) << result.output;
+
+    result = run_command(cli + " run " + shell_quote(synthetic_input(1500)) + " --n-pcs 0 --out " +
+                         shell_quote(out) + " 2>&1");
+    EXPECT_EQ(result.exit_code, 2) << result.output;
+    EXPECT_NE(result.output.find("num_pcs"), std::string::npos) << result.output;
+
+    result = run_command(cli + " run " + shell_quote(synthetic_input(1500)) + " --umap --out " + shell_quote(out) + " 2>&1");
+    EXPECT_EQ(result.exit_code, 2) << result.output;
+    EXPECT_NE(result.output.find("--neighbors"), std::string::npos) << result.output;
+
+    result = run_command(cli + " run " + shell_quote(synthetic_input(1500)) + " --devices cpu:0 --out " +
+                         shell_quote(out) + " 2>&1");
+    EXPECT_EQ(result.exit_code, 2) << result.output;
+    EXPECT_NE(result.output.find("--devices"), std::string::npos) << result.output;
+    EXPECT_FALSE(std::filesystem::exists(out)) << "no output after a failure";
+}
+
+TEST(CliRun, InterruptCancelsCleanlyWithExit130AndNoOutput) {
+    const std::string input = synthetic_input(20000);
+    const auto folder = test::temp_dir("cli-run-int");
+    const auto out = (folder / "cancelled.h5ad").string();
+    int pipe_fds[2];
+    ASSERT_EQ(::pipe(pipe_fds), 0);
+    const pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+        ::dup2(pipe_fds[1], STDERR_FILENO);
+        ::close(pipe_fds[0]);
+        ::execl(cli.c_str(), cli.c_str(), "run", input.c_str(), "--neighbors", "15", "--out", out.c_str(),
+                static_cast<char*>(nullptr));
+        ::_exit(127);
+    }
+    ::close(pipe_fds[1]);
+    // Wait until the pipeline job is under way (the non-tty progress prints one line
+    // per step), then interrupt.
+    std::string seen;
+    char buffer[256];
+    bool interrupted = false;
+    while (true) {
+        const auto count = ::read(pipe_fds[0], buffer, sizeof buffer);
+        if (count <= 0) break;
+        seen.append(buffer, static_cast<std::size_t>(count));
+        if (!interrupted && seen.find("[pipeline]") != std::string::npos) {
+            ::kill(child, SIGINT);
+            interrupted = true;
+        }
+    }
+    ::close(pipe_fds[0]);
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    ASSERT_TRUE(interrupted) << seen;
+    ASSERT_TRUE(WIFEXITED(status)) << "fathom-cli must exit, not die of the signal";
+    EXPECT_EQ(WEXITSTATUS(status), 130) << seen;
+    EXPECT_FALSE(std::filesystem::exists(out));
+    for (const auto& entry : std::filesystem::directory_iterator(folder))
+        ADD_FAILURE() << "left behind: " << entry.path();
+}
+
+}  // namespace
+}  // namespace fathom
