@@ -1,0 +1,353 @@
+// PlotView on llvmpipe under Xvfb: small synthetic embeddings with known clusters and
+// colours; pictures are read back with grabFramebuffer() (which paints a frame).
+#include "ui/PlotView.hpp"
+
+#include <gtest/gtest.h>
+
+#include <QMouseEvent>
+#include <QTest>
+#include <QWheelEvent>
+#include <cmath>
+#include <random>
+
+#include "ui_test_support.hpp"
+
+namespace fathom::ui {
+namespace {
+
+using fathom::test::count_pixels;
+using fathom::test::pixel_at;
+
+constexpr Rgba8 k_red{230, 20, 20, 255};
+constexpr Rgba8 k_green{20, 200, 40, 255};
+constexpr Rgba8 k_blue{30, 60, 240, 255};
+const Vec2 k_blob_centers[3] = {{-10.0, 0.0}, {10.0, 0.0}, {0.0, 14.0}};
+
+// Three well-separated Gaussian blobs of `per_blob` cells each; codes 0, 1, 2 in blocks.
+struct Blobs {
+    std::vector<float> xy;
+    std::vector<std::int32_t> codes;
+};
+
+Blobs make_blobs(int per_blob, float sigma = 0.8f, std::uint32_t seed = 5) {
+    std::mt19937 generator(seed);
+    std::normal_distribution<float> noise(0.0f, sigma);
+    Blobs blobs;
+    for (int blob = 0; blob < 3; ++blob)
+        for (int cell = 0; cell < per_blob; ++cell) {
+            blobs.xy.push_back(static_cast<float>(k_blob_centers[blob].x) + noise(generator));
+            blobs.xy.push_back(static_cast<float>(k_blob_centers[blob].y) + noise(generator));
+            blobs.codes.push_back(blob);
+        }
+    return blobs;
+}
+
+class PlotViewTest : public ::testing::Test {
+protected:
+    void SetUp() override {
+        FATHOM_REQUIRE_GL();
+        view = std::make_unique<PlotView>();
+        view->resize(400, 400);
+        view->show();
+        ASSERT_TRUE(QTest::qWaitForWindowExposed(view.get()));
+    }
+
+    // Grabs frames until the positions are all on the GPU (bounded).
+    QImage grab_uploaded() {
+        QImage image;
+        for (int frame = 0; frame < 64; ++frame) {
+            image = view->grabFramebuffer();
+            if (view->uploadComplete()) return image;
+        }
+        ADD_FAILURE() << "upload did not complete in 64 frames";
+        return image;
+    }
+
+    QPoint screen_of(Vec2 world) const {
+        const Vec2 screen = view->transform().world_to_screen(world);
+        return {static_cast<int>(std::floor(screen.x)), static_cast<int>(std::floor(screen.y))};
+    }
+
+    void show_blobs(int per_blob = 3000) {
+        const Blobs blobs = make_blobs(per_blob);
+        view->setPositions(blobs.xy);
+        view->setCategorical("cluster", blobs.codes, {"a", "b", "c"}, {k_red, k_green, k_blue});
+    }
+
+    std::unique_ptr<PlotView> view;
+};
+
+TEST_F(PlotViewTest, BlobsShowTheirCategoryColoursInTheirRegions) {
+    view->setOverlayVisible(false);
+    show_blobs();
+    const QImage image = grab_uploaded();
+    ASSERT_EQ(image.size(), QSize(400, 400));
+    const Rgba8 background = view->backgroundColor();
+    EXPECT_GT(fathom::test::count_pixels_not(image, background), 2000) << "picture is blank";
+    const Rgba8 expected[3] = {k_red, k_green, k_blue};
+    for (int blob = 0; blob < 3; ++blob) {
+        const QPoint center = screen_of(k_blob_centers[blob]);
+        EXPECT_EQ(pixel_at(image, center.x(), center.y()), expected[blob]) << "blob " << blob;
+    }
+    EXPECT_EQ(pixel_at(image, screen_of({0.0, 4.0}).x(), screen_of({0.0, 4.0}).y()), background);
+    // Every pixel of a category's colour lies in that category's region of the plot.
+    for (int y = 0; y < image.height(); ++y)
+        for (int x = 0; x < image.width(); ++x) {
+            const Rgba8 color = pixel_at(image, x, y);
+            const Vec2 world = view->transform().screen_to_world({x + 0.5, y + 0.5});
+            for (int blob = 0; blob < 3; ++blob)
+                if (color == expected[blob]) {
+                    const double dx = world.x - k_blob_centers[blob].x, dy = world.y - k_blob_centers[blob].y;
+                    ASSERT_LT(std::sqrt(dx * dx + dy * dy), 6.0) << "blob " << blob << " colour at " << x << "," << y;
+                }
+        }
+}
+
+TEST_F(PlotViewTest, LegendToggleHidesThatCategoryAndRewritesOnlyAttributes) {
+    view->setOverlayVisible(false);
+    show_blobs();
+    QImage image = grab_uploaded();
+    const auto position_bytes = view->stats().position_bytes;
+    const auto attribute_bytes = view->stats().attribute_bytes;
+    EXPECT_EQ(view->visiblePoints(), 9000);
+    view->setCategoryVisible(1, false);
+    image = view->grabFramebuffer();
+    EXPECT_EQ(view->visiblePoints(), 6000);
+    EXPECT_EQ(count_pixels(image, k_green), 0);
+    EXPECT_GT(count_pixels(image, k_red), 100);
+    EXPECT_GT(count_pixels(image, k_blue), 100);
+    const QPoint hidden = screen_of(k_blob_centers[1]);
+    EXPECT_EQ(pixel_at(image, hidden.x(), hidden.y()), view->backgroundColor());
+    EXPECT_EQ(view->stats().position_bytes, position_bytes) << "positions must not be re-uploaded";
+    EXPECT_EQ(view->stats().attribute_bytes, attribute_bytes + 9000 * 8);
+    view->setCategoryVisible(1, true);
+    image = view->grabFramebuffer();
+    EXPECT_GT(count_pixels(image, k_green), 100);
+}
+
+TEST_F(PlotViewTest, ClickingALegendEntryInTheOverlayTogglesItsCells) {
+    show_blobs();
+    grab_uploaded();
+    view->grabFramebuffer();  // the legend window settles (auto-size) on its second frame
+    const QRectF entry = view->legendEntryRect(2);
+    ASSERT_FALSE(entry.isEmpty());
+    ASSERT_TRUE(view->categoryVisible(2));
+    // Press and release arrive before the next frame: the overlay latches the click.
+    QTest::mouseClick(view.get(), Qt::LeftButton, {}, entry.center().toPoint());
+    for (int frame = 0; frame < 6 && view->categoryVisible(2); ++frame) view->grabFramebuffer();
+    EXPECT_FALSE(view->categoryVisible(2));
+    const QImage image = view->grabFramebuffer();
+    const QPoint hidden = screen_of(k_blob_centers[2]);
+    EXPECT_EQ(pixel_at(image, hidden.x(), hidden.y()), view->backgroundColor());
+    EXPECT_EQ(view->visiblePoints(), 6000);
+    const QPoint shown = screen_of(k_blob_centers[0]);
+    EXPECT_EQ(pixel_at(image, shown.x(), shown.y()), k_red);
+}
+
+TEST_F(PlotViewTest, BatchUploadOfMorePointsThanOneBatchDrawsThemAll) {
+    view->setOverlayVisible(false);
+    view->setBatchSize(4096);
+    view->setUploadBudgetMs(0.0);  // exactly one batch per frame
+    view->setPointSize(1.0f);
+    std::vector<float> xy;
+    for (int row = 0; row < 100; ++row)
+        for (int column = 0; column < 100; ++column) {
+            xy.push_back(static_cast<float>(column));
+            xy.push_back(static_cast<float>(row));
+        }
+    view->setPositions(xy, PlotView::FitPolicy::Keep);
+    const Rgba8 white{255, 255, 255, 255};
+    view->setUniformColor(&white);
+    ViewTransform transform;
+    transform.set_viewport(400, 400);
+    transform.set_center({49.5, 49.5});
+    transform.set_pixels_per_unit(3.7);  // 3.7 px between neighbours: one pixel each
+    view->setTransform(transform);
+
+    auto lit_points = [&](const QImage& image) {
+        std::vector<bool> lit(10000, false);
+        for (int point = 0; point < 10000; ++point) {
+            const Vec2 screen = view->transform().world_to_screen({xy[2 * point], xy[2 * point + 1]});
+            for (int dy = -1; dy <= 1 && !lit[point]; ++dy)
+                for (int dx = -1; dx <= 1 && !lit[point]; ++dx)
+                    lit[point] = pixel_at(image, static_cast<int>(screen.x) + dx, static_cast<int>(screen.y) + dy) == white;
+        }
+        return lit;
+    };
+    QImage image = view->grabFramebuffer();
+    EXPECT_EQ(view->uploadedPoints(), 4096);
+    auto lit = lit_points(image);
+    for (int point = 0; point < 10000; ++point) ASSERT_EQ(lit[point], point < 4096) << "after one batch, point " << point;
+    image = grab_uploaded();
+    EXPECT_EQ(view->stats().position_batches, 3);
+    EXPECT_EQ(view->stats().position_bytes, 10000 * 8);
+    lit = lit_points(image);
+    for (int point = 0; point < 10000; ++point) ASSERT_TRUE(lit[point]) << "point " << point << " not drawn";
+    EXPECT_EQ(count_pixels(image, white), 10000);
+}
+
+TEST_F(PlotViewTest, ContinuousColouringUsesTheColormapAndRange) {
+    view->setOverlayVisible(false);
+    const Blobs blobs = make_blobs(2000);
+    view->setPositions(blobs.xy);
+    std::vector<float> values(blobs.codes.begin(), blobs.codes.end());  // 0, 1, 2 per blob
+    view->setContinuous("gene:X", values, Colormap::Viridis);
+    QImage image = grab_uploaded();
+    EXPECT_EQ(view->valueRange(), (std::pair<float, float>{0.0f, 2.0f}));
+    const float expected_t[3] = {0.0f, 0.5f, 1.0f};
+    for (int blob = 0; blob < 3; ++blob) {
+        const QPoint center = screen_of(k_blob_centers[blob]);
+        EXPECT_EQ(pixel_at(image, center.x(), center.y()), colormap_color(Colormap::Viridis, expected_t[blob]));
+    }
+    view->setValueRange(0.0f, 1.0f);  // blob 1 now saturates
+    view->setColormap(Colormap::Magma);
+    image = view->grabFramebuffer();
+    const QPoint center = screen_of(k_blob_centers[1]);
+    EXPECT_EQ(pixel_at(image, center.x(), center.y()), colormap_color(Colormap::Magma, 1.0f));
+}
+
+TEST_F(PlotViewTest, DrawOrderIsAnIndexBufferChoice) {
+    view->setOverlayVisible(false);
+    view->setPointSize(4.0f);
+    std::vector<float> xy;
+    for (int copy = 0; copy < 2; ++copy)  // cells 0..399 and 400..799 at the same places
+        for (int cell = 0; cell < 400; ++cell) {
+            xy.push_back(static_cast<float>(cell % 20));
+            xy.push_back(static_cast<float>(cell / 20));
+        }
+    view->setPositions(xy);
+    std::vector<float> values(800, 0.0f);
+    std::fill(values.begin(), values.begin() + 400, 1.0f);  // the first copy has the high value
+    view->setContinuous("value", values);
+    QImage image = grab_uploaded();
+    const QPoint probe = screen_of({5.0, 5.0});
+    // File order: the second copy (value 0) is drawn last.
+    EXPECT_EQ(pixel_at(image, probe.x(), probe.y()), colormap_color(Colormap::Viridis, 0.0f));
+    const auto position_bytes = view->stats().position_bytes;
+    view->setDrawOrder(DrawOrder::ByValue);
+    image = view->grabFramebuffer();
+    EXPECT_EQ(pixel_at(image, probe.x(), probe.y()), colormap_color(Colormap::Viridis, 1.0f));
+    EXPECT_EQ(view->stats().position_bytes, position_bytes);
+    EXPECT_GE(view->stats().index_bytes, 800 * 4);
+    view->setDrawOrder(DrawOrder::Random, 3);
+    image = view->grabFramebuffer();
+    EXPECT_EQ(view->stats().position_bytes, position_bytes);
+    // Both copies show through somewhere under a random order.
+    EXPECT_GT(count_pixels(image, colormap_color(Colormap::Viridis, 0.0f)), 0);
+    EXPECT_GT(count_pixels(image, colormap_color(Colormap::Viridis, 1.0f)), 0);
+}
+
+TEST_F(PlotViewTest, DensityModeMixesCategoryColoursAndReaggregatesOnlyOnViewChange) {
+    view->setOverlayVisible(false);
+    show_blobs(5000);
+    view->setDensityMode(PlotView::DensityMode::On);
+    QImage image = grab_uploaded();
+    ASSERT_TRUE(view->densityActive());
+    const Rgba8 background = view->backgroundColor();
+    EXPECT_GT(fathom::test::count_pixels_not(image, background), 500);
+    auto dominant = [](Rgba8 color) { return color.r > color.g && color.r > color.b ? 0 : color.g > color.b ? 1 : 2; };
+    for (int blob = 0; blob < 3; ++blob) {
+        const QPoint center = screen_of(k_blob_centers[blob]);
+        EXPECT_EQ(dominant(pixel_at(image, center.x(), center.y())), blob) << "blob " << blob;
+    }
+    const QPoint empty = screen_of({0.0, 4.0});
+    EXPECT_EQ(pixel_at(image, empty.x(), empty.y()), background);
+    const auto aggregations = view->stats().density_aggregations;
+    view->grabFramebuffer();
+    view->grabFramebuffer();
+    EXPECT_EQ(view->stats().density_aggregations, aggregations) << "a still view must not re-aggregate";
+    ViewTransform moved = view->transform();
+    moved.pan_pixels(10.0, 0.0);
+    view->setTransform(moved);
+    view->grabFramebuffer();
+    EXPECT_EQ(view->stats().density_aggregations, aggregations + 1);
+}
+
+TEST_F(PlotViewTest, DragPansAndWheelZoomsAroundTheCursor) {
+    view->setOverlayVisible(false);
+    show_blobs(500);
+    grab_uploaded();
+    const ViewTransform before = view->transform();
+    const QPointF start(200, 200), end(260, 170);
+    QMouseEvent press(QEvent::MouseButtonPress, start, view->mapToGlobal(start), Qt::LeftButton, Qt::LeftButton, {});
+    QCoreApplication::sendEvent(view.get(), &press);
+    QMouseEvent move(QEvent::MouseMove, end, view->mapToGlobal(end), Qt::NoButton, Qt::LeftButton, {});
+    QCoreApplication::sendEvent(view.get(), &move);
+    QMouseEvent release(QEvent::MouseButtonRelease, end, view->mapToGlobal(end), Qt::LeftButton, Qt::NoButton, {});
+    QCoreApplication::sendEvent(view.get(), &release);
+    const Vec2 world = before.screen_to_world({start.x(), start.y()});
+    const Vec2 moved = view->transform().world_to_screen(world);
+    EXPECT_NEAR(moved.x, end.x(), 1e-6);
+    EXPECT_NEAR(moved.y, end.y(), 1e-6);
+    EXPECT_TRUE(view->viewMovedByUser());
+
+    const QPointF cursor(120, 300);
+    const Vec2 anchor = view->transform().screen_to_world({cursor.x(), cursor.y()});
+    const double scale = view->transform().pixels_per_unit();
+    QWheelEvent wheel(cursor, view->mapToGlobal(cursor), QPoint(), QPoint(0, 240), Qt::NoButton, {}, Qt::NoScrollPhase,
+                      false);
+    QCoreApplication::sendEvent(view.get(), &wheel);
+    EXPECT_NEAR(view->transform().pixels_per_unit(), scale * std::pow(2.0, 0.5), 1e-9 * scale);
+    const Vec2 anchor_screen = view->transform().world_to_screen(anchor);
+    EXPECT_NEAR(anchor_screen.x, cursor.x(), 1e-6);
+    EXPECT_NEAR(anchor_screen.y, cursor.y(), 1e-6);
+    view->resetView();
+    view->grabFramebuffer();
+    EXPECT_FALSE(view->viewMovedByUser());
+}
+
+TEST_F(PlotViewTest, HoverReadoutNamesTheCellUnderTheCursor) {
+    show_blobs(800);
+    auto names = std::make_shared<std::vector<std::string>>();
+    for (int cell = 0; cell < 2400; ++cell) names->push_back("BC-" + std::to_string(cell));
+    view->setCellNames(names);
+    grab_uploaded();
+    const Vec2 target = view->transform().world_to_screen(k_blob_centers[1]);
+    const QPointF position(target.x, target.y);
+    QMouseEvent move(QEvent::MouseMove, position, view->mapToGlobal(position), Qt::NoButton, Qt::NoButton, {});
+    QCoreApplication::sendEvent(view.get(), &move);
+    const std::int64_t cell = view->hoveredCell();
+    ASSERT_GE(cell, 800);
+    ASSERT_LT(cell, 1600);  // a cell of blob "b"
+    EXPECT_TRUE(view->hoverText().contains(QString::fromStdString((*names)[cell])));
+    EXPECT_TRUE(view->hoverText().contains(QStringLiteral("cluster: b")));
+    // Hidden cells are not picked.
+    view->setCategoryVisible(1, false);
+    EXPECT_EQ(view->pickCell(position, 3.0), -1);
+}
+
+TEST_F(PlotViewTest, NewEmbeddingFrameReuploadsPositionsInBatchesAndKeepsTheColouring) {
+    view->setOverlayVisible(false);
+    view->setBatchSize(1000);
+    Blobs blobs = make_blobs(1000);
+    view->setPositions(blobs.xy);
+    view->setCategorical("cluster", blobs.codes, {"a", "b", "c"}, {k_red, k_green, k_blue});
+    grab_uploaded();
+    const auto batches = view->stats().position_batches;
+    const auto attribute_bytes = view->stats().attribute_bytes;
+    for (float& coordinate : blobs.xy) coordinate *= 0.5f;  // a later UMAP epoch
+    view->setPositions(blobs.xy, PlotView::FitPolicy::Keep);
+    EXPECT_EQ(view->colorKind(), PlotView::ColorKind::Categorical);
+    const QImage image = grab_uploaded();
+    EXPECT_EQ(view->stats().position_batches, batches + 3);
+    EXPECT_EQ(view->stats().attribute_bytes, attribute_bytes);
+    const QPoint center = screen_of({k_blob_centers[0].x * 0.5, k_blob_centers[0].y * 0.5});
+    EXPECT_EQ(pixel_at(image, center.x(), center.y()), k_red);
+}
+
+TEST_F(PlotViewTest, AutomaticPointSizeShrinksWithDensityAndThemesChangeTheBackground) {
+    view->setOverlayVisible(false);
+    show_blobs(100);
+    grab_uploaded();
+    const float sparse = view->effectivePointSize();
+    show_blobs(20000);
+    grab_uploaded();
+    EXPECT_LT(view->effectivePointSize(), sparse);
+    EXPECT_GE(view->effectivePointSize(), 1.0f);
+    view->setTheme(PlotView::Theme::Light);
+    const QImage image = view->grabFramebuffer();
+    EXPECT_EQ(pixel_at(image, 2, 2), (Rgba8{255, 255, 255, 255}));
+}
+
+}  // namespace
+}  // namespace fathom::ui

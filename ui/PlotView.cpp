@@ -1,0 +1,1133 @@
+#include "ui/PlotView.hpp"
+
+#include <imgui.h>
+
+#include <QElapsedTimer>
+#include <QKeyEvent>
+#include <QLocale>
+#include <QMouseEvent>
+#include <QOpenGLContext>
+#include <QOpenGLExtraFunctions>
+#include <QOpenGLShaderProgram>
+#include <QSurfaceFormat>
+#include <QWheelEvent>
+#include <algorithm>
+#include <cmath>
+
+#include "ui/GlShaders.hpp"
+#include "ui/ImGuiLayer.hpp"
+#include "ui/SpatialGrid.hpp"
+
+#ifndef GL_PROGRAM_POINT_SIZE
+#define GL_PROGRAM_POINT_SIZE 0x8642
+#endif
+
+namespace fathom::ui {
+
+namespace {
+
+constexpr Rgba8 k_dark_background{27, 29, 34, 255};
+constexpr Rgba8 k_light_background{255, 255, 255, 255};
+constexpr Rgba8 k_dark_uniform{150, 170, 200, 255};
+constexpr Rgba8 k_light_uniform{60, 100, 160, 255};
+
+// Auto density: switch when at least this many cells are on screen and there are at
+// least this many cells per viewport pixel (points then mostly overdraw each other).
+constexpr double k_auto_density_min_points = 200000.0;
+constexpr double k_auto_density_points_per_pixel = 0.25;
+
+ImVec4 to_imvec4(Rgba8 color, float alpha = 1.0f) {
+    return {color.r / 255.0f, color.g / 255.0f, color.b / 255.0f, alpha};
+}
+
+QString format_count(std::int64_t value) { return QLocale(QLocale::English).toString(static_cast<qlonglong>(value)); }
+
+}  // namespace
+
+struct PlotView::Private {
+    // ---- CPU data ----
+    std::vector<float> positions;  // num_points * 2
+    std::int64_t num_points = 0;
+    WorldRect bounds;
+    std::uint64_t data_generation = 0;
+    std::shared_ptr<const std::vector<std::string>> names;
+
+    ColorKind kind = ColorKind::Uniform;
+    QString color_name;
+    bool has_uniform_override = false;
+    Rgba8 uniform_override;
+    std::vector<std::int32_t> codes;
+    std::vector<std::string> categories;
+    std::vector<Rgba8> category_colors;
+    std::vector<std::uint8_t> category_visible;
+    std::vector<std::int64_t> category_counts;
+    std::vector<float> values;
+    float data_low = 0.0f, data_high = 0.0f, range_low = 0.0f, range_high = 0.0f;
+    Colormap colormap = Colormap::Viridis;
+    std::vector<std::uint8_t> cell_mask;
+    std::vector<PointAttribute> attributes;
+    std::int64_t visible_count = 0;
+
+    DrawOrder order = DrawOrder::File;
+    std::uint64_t order_seed = 0;
+    std::vector<std::uint32_t> draw_indices;
+    bool order_identity = true;
+
+    mutable SpatialGrid grid;
+    mutable bool grid_dirty = true;
+
+    // ---- view ----
+    ViewTransform view;
+    bool fit_pending = true;
+    bool user_moved = false;
+    float point_size = 3.0f;
+    bool auto_point_size = true;
+    float opacity = 1.0f;
+    Theme theme = Theme::Dark;
+    DensityMode density_mode = DensityMode::Auto;
+    bool overlay_visible = true;
+    std::int64_t batch_size = 262144;
+    double upload_budget_ms = 6.0;
+
+    // ---- GL ----
+    QOpenGLExtraFunctions* gl = nullptr;
+    QMetaObject::Connection context_connection;
+    bool gles = false;
+    bool gl_ready = false;
+    QString gl_error;
+    GLuint vertex_array = 0, position_buffer = 0, attribute_buffer = 0, index_buffer = 0;
+    GLuint empty_vertex_array = 0;
+    std::int64_t gpu_capacity = -1;
+    std::uint64_t gpu_generation = ~0ULL;
+    std::int64_t uploaded = 0;       // positions of the current generation on the GPU
+    std::int64_t drawable = 0;       // points with valid (possibly older) positions on the GPU
+    bool attributes_follow_batches = false;
+    bool attributes_dirty = true;
+    bool index_dirty = true;
+    bool index_valid = false;
+    QOpenGLShaderProgram points_program, accumulate_program, resolve_program;
+    GLuint colormap_texture = 0;
+    Colormap colormap_texture_map = Colormap::Viridis;
+    bool colormap_texture_dirty = true;
+    GLuint scene_framebuffer = 0, scene_texture = 0;
+    QSize scene_size;
+    bool scene_dirty = true;
+    GLuint density_framebuffer = 0, density_texture = 0;
+    QSize density_size;
+    bool density_dirty = true;
+    float density_max = 1.0f;
+    std::vector<float> density_readback;
+    int density_downsample = 1;
+
+    // ---- overlay and interaction ----
+    ImGuiLayer overlay;
+    std::vector<QRectF> legend_rects;
+    std::int64_t hovered = -1;
+    QPointF mouse_position;
+    bool dragging = false;
+    QPointF drag_last;
+
+    Stats stats;
+    QElapsedTimer frame_clock;
+    double last_frame_ms = -1.0;
+
+    Rgba8 background() const { return theme == Theme::Dark ? k_dark_background : k_light_background; }
+    Rgba8 uniform_color() const {
+        if (has_uniform_override) return uniform_override;
+        return theme == Theme::Dark ? k_dark_uniform : k_light_uniform;
+    }
+
+    // Estimated cells on screen and the screen area (px^2) their bounds cover.
+    std::pair<double, double> on_screen() const {
+        if (bounds.empty() || visible_count == 0) return {0.0, 0.0};
+        const WorldRect shown = bounds.intersected(view.visible_world());
+        if (shown.empty()) return {0.0, 0.0};
+        const double full_area = bounds.width() * bounds.height();
+        const double fraction = full_area > 0.0 ? (shown.width() * shown.height()) / full_area : 1.0;
+        const double scale = view.pixels_per_unit();
+        const double screen_area = std::max(1.0, shown.width() * scale * std::max(shown.height() * scale, 1.0));
+        return {static_cast<double>(visible_count) * std::clamp(fraction, 0.0, 1.0), screen_area};
+    }
+};
+
+PlotView::PlotView(QWidget* parent) : QOpenGLWidget(parent), d(std::make_unique<Private>()) {
+    setFormat(surfaceFormat());
+    setMouseTracking(true);
+    setFocusPolicy(Qt::StrongFocus);
+    setMinimumSize(120, 120);
+    d->frame_clock.start();
+}
+
+PlotView::~PlotView() {
+    if (d->gl_ready) {
+        makeCurrent();
+        releaseGl();
+        doneCurrent();
+    }
+}
+
+QSurfaceFormat PlotView::surfaceFormat() {
+    QSurfaceFormat format = QSurfaceFormat::defaultFormat();
+    if (QOpenGLContext::openGLModuleType() == QOpenGLContext::LibGL) {
+        format.setRenderableType(QSurfaceFormat::OpenGL);
+        format.setVersion(3, 3);
+        format.setProfile(QSurfaceFormat::CoreProfile);
+    } else {
+        format.setRenderableType(QSurfaceFormat::OpenGLES);
+        format.setVersion(3, 0);
+    }
+    format.setDepthBufferSize(0);
+    format.setStencilBufferSize(0);
+    format.setSamples(0);
+    return format;
+}
+
+// ---- data ---------------------------------------------------------------------------
+
+void PlotView::setPositions(std::vector<float> xy, FitPolicy fit) {
+    const std::int64_t count = static_cast<std::int64_t>(xy.size() / 2);
+    xy.resize(static_cast<std::size_t>(count) * 2);
+    const bool same_cells = count == d->num_points;
+    d->positions = std::move(xy);
+    d->num_points = count;
+    ++d->data_generation;
+    WorldRect bounds{HUGE_VAL, HUGE_VAL, -HUGE_VAL, -HUGE_VAL};
+    for (std::int64_t cell = 0; cell < count; ++cell) {
+        const float x = d->positions[2 * cell], y = d->positions[2 * cell + 1];
+        if (!std::isfinite(x) || !std::isfinite(y)) continue;
+        bounds.min_x = std::min(bounds.min_x, double{x});
+        bounds.max_x = std::max(bounds.max_x, double{x});
+        bounds.min_y = std::min(bounds.min_y, double{y});
+        bounds.max_y = std::max(bounds.max_y, double{y});
+    }
+    d->bounds = bounds.empty() ? WorldRect{} : bounds;
+    d->grid_dirty = true;
+    d->hovered = -1;
+    if (!same_cells) {
+        d->names.reset();
+        d->cell_mask.clear();
+        d->kind = ColorKind::Uniform;
+        d->color_name.clear();
+        d->codes.clear();
+        d->values.clear();
+        d->categories.clear();
+        d->category_colors.clear();
+        d->category_visible.clear();
+        d->category_counts.clear();
+        rebuildAttributes();
+        rebuildDrawOrder();
+    }
+    if (fit == FitPolicy::Fit || (fit == FitPolicy::FitUnlessUserMoved && !d->user_moved)) {
+        d->fit_pending = true;
+        d->user_moved = false;
+    }
+    markSceneDirty(true);
+}
+
+void PlotView::setPositions(const float* matrix, std::int64_t rows, std::int64_t cols, FitPolicy fit) {
+    std::vector<float> xy(static_cast<std::size_t>(std::max<std::int64_t>(rows, 0)) * 2, 0.0f);
+    if (matrix && cols >= 1) {
+        for (std::int64_t row = 0; row < rows; ++row) {
+            xy[2 * row] = matrix[row * cols];
+            xy[2 * row + 1] = cols >= 2 ? matrix[row * cols + 1] : 0.0f;
+        }
+    }
+    setPositions(std::move(xy), fit);
+}
+
+void PlotView::setCellNames(std::shared_ptr<const std::vector<std::string>> names) { d->names = std::move(names); }
+std::int64_t PlotView::numPoints() const { return d->num_points; }
+const std::vector<float>& PlotView::positions() const { return d->positions; }
+
+// ---- colouring ------------------------------------------------------------------------
+
+void PlotView::setUniformColor(const Rgba8* color) {
+    d->kind = ColorKind::Uniform;
+    d->color_name.clear();
+    d->has_uniform_override = color != nullptr;
+    if (color) d->uniform_override = *color;
+    d->codes.clear();
+    d->values.clear();
+    d->categories.clear();
+    d->category_colors.clear();
+    d->category_visible.clear();
+    d->category_counts.clear();
+    rebuildAttributes();
+    rebuildDrawOrder();
+}
+
+void PlotView::setCategorical(const QString& name, std::vector<std::int32_t> codes, std::vector<std::string> categories,
+                              std::vector<Rgba8> colors) {
+    codes.resize(static_cast<std::size_t>(d->num_points), -1);
+    colors.resize(categories.size(), k_missing_color);
+    d->kind = ColorKind::Categorical;
+    d->color_name = name;
+    d->codes = std::move(codes);
+    d->categories = std::move(categories);
+    d->category_colors = std::move(colors);
+    d->category_visible.assign(d->categories.size(), 1);
+    d->category_counts.assign(d->categories.size(), 0);
+    for (std::int32_t code : d->codes)
+        if (code >= 0 && static_cast<std::size_t>(code) < d->category_counts.size()) ++d->category_counts[code];
+    d->values.clear();
+    rebuildAttributes();
+    rebuildDrawOrder();
+}
+
+void PlotView::setContinuous(const QString& name, std::vector<float> values, Colormap colormap) {
+    values.resize(static_cast<std::size_t>(d->num_points), NAN);
+    d->kind = ColorKind::Continuous;
+    d->color_name = name;
+    d->values = std::move(values);
+    d->colormap = colormap;
+    d->colormap_texture_dirty = true;
+    const auto [low, high] = finite_range(d->values);
+    d->data_low = d->range_low = low;
+    d->data_high = d->range_high = high;
+    d->codes.clear();
+    d->categories.clear();
+    d->category_colors.clear();
+    d->category_visible.clear();
+    d->category_counts.clear();
+    rebuildAttributes();
+    rebuildDrawOrder();
+    emit valueRangeChanged(low, high);
+}
+
+void PlotView::setValueRange(float low, float high) {
+    if (!(low == low) || !(high == high)) return;
+    if (high < low) std::swap(low, high);
+    if (low == d->range_low && high == d->range_high) return;
+    d->range_low = low;
+    d->range_high = high;
+    if (d->kind == ColorKind::Continuous) rebuildAttributes();
+    emit valueRangeChanged(low, high);
+}
+
+void PlotView::resetValueRange() { setValueRange(d->data_low, d->data_high); }
+std::pair<float, float> PlotView::valueRange() const { return {d->range_low, d->range_high}; }
+std::pair<float, float> PlotView::dataRange() const { return {d->data_low, d->data_high}; }
+
+void PlotView::setColormap(Colormap colormap) {
+    if (colormap == d->colormap) return;
+    d->colormap = colormap;
+    d->colormap_texture_dirty = true;
+    if (d->kind == ColorKind::Continuous) rebuildAttributes();
+    else markSceneDirty(false);
+}
+
+Colormap PlotView::colormap() const { return d->colormap; }
+PlotView::ColorKind PlotView::colorKind() const { return d->kind; }
+QString PlotView::colorName() const { return d->color_name; }
+const std::vector<std::string>& PlotView::categories() const { return d->categories; }
+const std::vector<Rgba8>& PlotView::categoryColors() const { return d->category_colors; }
+
+void PlotView::setCategoryVisible(int category, bool visible) {
+    if (category < 0 || static_cast<std::size_t>(category) >= d->category_visible.size()) return;
+    if ((d->category_visible[category] != 0) == visible) return;
+    d->category_visible[category] = visible ? 1 : 0;
+    rebuildAttributes();
+    emit categoryVisibilityChanged(category, visible);
+}
+
+bool PlotView::categoryVisible(int category) const {
+    return category >= 0 && static_cast<std::size_t>(category) < d->category_visible.size() &&
+           d->category_visible[category] != 0;
+}
+
+void PlotView::setCellMask(std::vector<std::uint8_t> mask) {
+    if (!mask.empty()) mask.resize(static_cast<std::size_t>(d->num_points), 0);
+    d->cell_mask = std::move(mask);
+    rebuildAttributes();
+}
+
+std::int64_t PlotView::visiblePoints() const { return d->visible_count; }
+
+void PlotView::rebuildAttributes() {
+    d->attributes.resize(static_cast<std::size_t>(d->num_points));
+    switch (d->kind) {
+        case ColorKind::Uniform:
+            d->visible_count = fill_uniform_attributes(d->uniform_color(), d->cell_mask, d->attributes);
+            break;
+        case ColorKind::Categorical:
+            d->visible_count = fill_categorical_attributes(d->codes, d->category_colors, d->category_visible,
+                                                           d->cell_mask, d->attributes);
+            break;
+        case ColorKind::Continuous:
+            d->visible_count = fill_continuous_attributes(d->values, d->colormap, d->range_low, d->range_high,
+                                                          d->cell_mask, d->attributes);
+            break;
+    }
+    d->attributes_dirty = true;
+    if (d->hovered >= 0 && (d->hovered >= d->num_points || d->attributes[d->hovered].color.a == 0)) {
+        d->hovered = -1;
+        emit hoveredCellChanged(-1);
+    }
+    markSceneDirty(true);
+}
+
+// ---- draw order -----------------------------------------------------------------------
+
+void PlotView::setDrawOrder(DrawOrder order, std::uint64_t seed) {
+    if (order == d->order && seed == d->order_seed) return;
+    d->order = order;
+    d->order_seed = seed;
+    rebuildDrawOrder();
+}
+
+DrawOrder PlotView::drawOrder() const { return d->order; }
+
+void PlotView::rebuildDrawOrder() {
+    std::vector<float> keys;
+    if (d->order == DrawOrder::ByValue) {
+        if (d->kind == ColorKind::Continuous) keys = d->values;
+        else if (d->kind == ColorKind::Categorical)
+            keys.assign(d->codes.begin(), d->codes.end());
+    }
+    d->order_identity = d->order == DrawOrder::File || (d->order == DrawOrder::ByValue && keys.empty());
+    if (d->order_identity) d->draw_indices.clear();
+    else d->draw_indices = make_draw_order(d->order, d->num_points, d->order_seed, keys);
+    d->index_dirty = true;
+    markSceneDirty(false);
+}
+
+// ---- view -----------------------------------------------------------------------------
+
+void PlotView::resetView() {
+    d->fit_pending = true;
+    d->user_moved = false;
+    markSceneDirty(true);
+    emit viewChanged();
+}
+
+const ViewTransform& PlotView::transform() const { return d->view; }
+
+void PlotView::setTransform(const ViewTransform& transform) {
+    d->view = transform;
+    d->view.set_viewport(width(), height());
+    d->fit_pending = false;
+    markSceneDirty(true);
+    emit viewChanged();
+}
+
+bool PlotView::viewMovedByUser() const { return d->user_moved; }
+
+void PlotView::setPointSize(float pixels) {
+    d->point_size = std::clamp(pixels, 1.0f, 64.0f);
+    d->auto_point_size = false;
+    markSceneDirty(false);
+}
+
+void PlotView::setAutoPointSize(bool automatic) {
+    d->auto_point_size = automatic;
+    markSceneDirty(false);
+}
+
+bool PlotView::autoPointSize() const { return d->auto_point_size; }
+
+float PlotView::effectivePointSize() const {
+    if (!d->auto_point_size) return d->point_size;
+    const auto [cells, area] = d->on_screen();
+    if (cells <= 0.0) return 3.0f;
+    // About 0.6 of the spacing the cells would have if spread evenly over their area.
+    return static_cast<float>(std::clamp(0.6 * std::sqrt(area / cells), 1.0, 8.0));
+}
+
+void PlotView::setOpacity(float opacity) {
+    d->opacity = std::clamp(opacity, 0.02f, 1.0f);
+    markSceneDirty(false);
+}
+
+float PlotView::opacity() const { return d->opacity; }
+
+void PlotView::setTheme(Theme theme) {
+    if (theme == d->theme) return;
+    d->theme = theme;
+    d->overlay.set_light_style(theme == Theme::Light);
+    if (d->kind == ColorKind::Uniform && !d->has_uniform_override) rebuildAttributes();
+    markSceneDirty(false);
+}
+
+PlotView::Theme PlotView::theme() const { return d->theme; }
+Rgba8 PlotView::backgroundColor() const { return d->background(); }
+
+void PlotView::setDensityMode(DensityMode mode) {
+    d->density_mode = mode;
+    markSceneDirty(true);
+}
+
+PlotView::DensityMode PlotView::densityMode() const { return d->density_mode; }
+
+bool PlotView::densityActive() const {
+    switch (d->density_mode) {
+        case DensityMode::Off: return false;
+        case DensityMode::On: return true;
+        case DensityMode::Auto: {
+            const auto [cells, area] = d->on_screen();
+            (void)area;
+            const double viewport = static_cast<double>(d->view.width()) * d->view.height();
+            return cells >= k_auto_density_min_points && cells >= k_auto_density_points_per_pixel * viewport;
+        }
+    }
+    return false;
+}
+
+void PlotView::setOverlayVisible(bool visible) {
+    d->overlay_visible = visible;
+    update();
+}
+
+bool PlotView::overlayVisible() const { return d->overlay_visible; }
+
+void PlotView::setBatchSize(std::int64_t points) { d->batch_size = std::max<std::int64_t>(points, 1); }
+std::int64_t PlotView::batchSize() const { return d->batch_size; }
+void PlotView::setUploadBudgetMs(double milliseconds) { d->upload_budget_ms = std::max(0.0, milliseconds); }
+std::int64_t PlotView::uploadedPoints() const {
+    return d->gpu_generation == d->data_generation ? d->uploaded : 0;
+}
+bool PlotView::uploadComplete() const {
+    return d->gl_ready && d->gpu_generation == d->data_generation && d->uploaded == d->num_points;
+}
+
+std::int64_t PlotView::hoveredCell() const { return d->hovered; }
+
+QString PlotView::hoverText() const {
+    const std::int64_t cell = d->hovered;
+    if (cell < 0 || cell >= d->num_points) return {};
+    QString text = d->names && static_cast<std::size_t>(cell) < d->names->size()
+                       ? QString::fromStdString((*d->names)[cell])
+                       : QStringLiteral("cell %1").arg(cell);
+    if (d->kind == ColorKind::Categorical) {
+        const std::int32_t code = d->codes[cell];
+        const QString category = code >= 0 && static_cast<std::size_t>(code) < d->categories.size()
+                                     ? QString::fromStdString(d->categories[code])
+                                     : QStringLiteral("NA");
+        text += QStringLiteral("\n%1: %2").arg(d->color_name, category);
+    } else if (d->kind == ColorKind::Continuous) {
+        const float value = d->values[cell];
+        text += QStringLiteral("\n%1: %2").arg(d->color_name,
+                                               value == value ? QString::number(value, 'g', 4) : QStringLiteral("NA"));
+    }
+    return text;
+}
+
+std::int64_t PlotView::pickCell(QPointF position, double radius_px) const {
+    if (d->num_points == 0) return -1;
+    if (d->grid_dirty) {
+        d->grid.build(d->positions);
+        d->grid_dirty = false;
+    }
+    const Vec2 world = d->view.screen_to_world({position.x(), position.y()});
+    const double radius = radius_px / d->view.pixels_per_unit();
+    return d->grid.nearest(world, radius, [this](std::int64_t cell) {
+        return static_cast<std::size_t>(cell) < d->attributes.size() && d->attributes[cell].color.a != 0;
+    });
+}
+
+QRectF PlotView::legendEntryRect(int category) const {
+    if (category < 0 || static_cast<std::size_t>(category) >= d->legend_rects.size()) return {};
+    return d->legend_rects[category];
+}
+
+const PlotView::Stats& PlotView::stats() const { return d->stats; }
+
+void PlotView::markSceneDirty(bool reaggregate) {
+    d->scene_dirty = true;
+    if (reaggregate) d->density_dirty = true;
+    update();
+}
+
+// ---- GL -------------------------------------------------------------------------------
+
+void PlotView::initializeGL() {
+    if (d->gl_ready) releaseGl();
+    d->gl = context()->extraFunctions();
+    d->gles = context()->isOpenGLES();
+    disconnect(d->context_connection);
+    d->context_connection = connect(context(), &QOpenGLContext::aboutToBeDestroyed, this, [this] {
+        makeCurrent();
+        releaseGl();
+        doneCurrent();
+    });
+    const QSurfaceFormat format = context()->format();
+    const bool version_ok = d->gles ? format.majorVersion() >= 3
+                                    : (format.majorVersion() > 3 || (format.majorVersion() == 3 && format.minorVersion() >= 3));
+    if (!version_ok) {
+        d->gl_error = QStringLiteral("PlotView needs OpenGL 3.3 or OpenGL ES 3.0; the context is %1.%2")
+                          .arg(format.majorVersion())
+                          .arg(format.minorVersion());
+        qWarning("%s", qPrintable(d->gl_error));
+        return;
+    }
+    QString error;
+    if (!build_program(d->points_program, QStringLiteral("points.vert"), QStringLiteral("points.frag"), d->gles, &error) ||
+        !build_program(d->accumulate_program, QStringLiteral("points.vert"), QStringLiteral("density_accumulate.frag"),
+                       d->gles, &error) ||
+        !build_program(d->resolve_program, QStringLiteral("fullscreen.vert"), QStringLiteral("density_resolve.frag"),
+                       d->gles, &error) ||
+        !d->overlay.initialize_gl(d->gl, d->gles, &error)) {
+        d->gl_error = error;
+        qWarning("PlotView: %s", qPrintable(error));
+        return;
+    }
+    QOpenGLExtraFunctions* gl = d->gl;
+    gl->glGenVertexArrays(1, &d->vertex_array);
+    gl->glGenVertexArrays(1, &d->empty_vertex_array);
+    gl->glGenBuffers(1, &d->position_buffer);
+    gl->glGenBuffers(1, &d->attribute_buffer);
+    gl->glGenBuffers(1, &d->index_buffer);
+    gl->glBindVertexArray(d->vertex_array);
+    gl->glBindBuffer(GL_ARRAY_BUFFER, d->position_buffer);
+    gl->glEnableVertexAttribArray(0);
+    gl->glVertexAttribPointer(0, 2, GL_FLOAT, GL_FALSE, 2 * sizeof(float), nullptr);
+    gl->glBindBuffer(GL_ARRAY_BUFFER, d->attribute_buffer);
+    gl->glEnableVertexAttribArray(1);
+    gl->glVertexAttribPointer(1, 4, GL_UNSIGNED_BYTE, GL_TRUE, sizeof(PointAttribute), nullptr);
+    gl->glEnableVertexAttribArray(2);
+    gl->glVertexAttribPointer(2, 1, GL_FLOAT, GL_FALSE, sizeof(PointAttribute),
+                              reinterpret_cast<const void*>(offsetof(PointAttribute, value)));
+    gl->glBindBuffer(GL_ELEMENT_ARRAY_BUFFER, d->index_buffer);
+    gl->glBindVertexArray(0);
+    gl->glGenTextures(1, &d->colormap_texture);
+    d->colormap_texture_dirty = true;
+    d->gpu_capacity = -1;
+    d->gpu_generation = ~0ULL;
+    d->uploaded = d->drawable = 0;
+    d->attributes_dirty = d->index_dirty = true;
+    d->index_valid = false;
+    d->scene_size = d->density_size = QSize();
+    d->overlay.set_light_style(d->theme == Theme::Light);
+    d->gl_ready = true;
+    markSceneDirty(true);
+}
+
+void PlotView::releaseGl() {
+    if (!d->gl) return;
+    QOpenGLExtraFunctions* gl = d->gl;
+    auto delete_buffer = [&](GLuint& buffer) {
+        if (buffer) gl->glDeleteBuffers(1, &buffer);
+        buffer = 0;
+    };
+    auto delete_texture = [&](GLuint& texture) {
+        if (texture) gl->glDeleteTextures(1, &texture);
+        texture = 0;
+    };
+    auto delete_framebuffer = [&](GLuint& framebuffer) {
+        if (framebuffer) gl->glDeleteFramebuffers(1, &framebuffer);
+        framebuffer = 0;
+    };
+    delete_buffer(d->position_buffer);
+    delete_buffer(d->attribute_buffer);
+    delete_buffer(d->index_buffer);
+    if (d->vertex_array) gl->glDeleteVertexArrays(1, &d->vertex_array);
+    if (d->empty_vertex_array) gl->glDeleteVertexArrays(1, &d->empty_vertex_array);
+    d->vertex_array = d->empty_vertex_array = 0;
+    delete_texture(d->colormap_texture);
+    delete_texture(d->scene_texture);
+    delete_texture(d->density_texture);
+    delete_framebuffer(d->scene_framebuffer);
+    delete_framebuffer(d->density_framebuffer);
+    d->points_program.removeAllShaders();
+    d->accumulate_program.removeAllShaders();
+    d->resolve_program.removeAllShaders();
+    d->overlay.release_gl();
+    d->gl_ready = false;
+    d->gl = nullptr;
+}
+
+void PlotView::resizeGL(int width, int height) {
+    d->view.set_viewport(width, height);
+    markSceneDirty(true);
+}
+
+void PlotView::uploadPending() {
+    QOpenGLExtraFunctions* gl = d->gl;
+    const std::int64_t count = d->num_points;
+    if (d->gpu_generation != d->data_generation) {
+        if (count != d->gpu_capacity) {
+            // New cell count: reallocate both buffers; attributes then follow the batches.
+            gl->glBindBuffer(GL_ARRAY_BUFFER, d->position_buffer);
+            gl->glBufferData(GL_ARRAY_BUFFER, static_cast<GLsizeiptr>(count) * 2 * sizeof(float), nullptr, GL_DYNAMIC_DRAW);
+            gl->glBindBuffer(GL_ARRAY_BUFFER, d->attribute_buffer);
+            gl->glBufferData(GL_ARRAY_BUFFER, static_cast<GLsizeiptr>(count) * sizeof(PointAttribute), nullptr,
+                             GL_DYNAMIC_DRAW);
+            d->gpu_capacity = count;
+            d->drawable = 0;
+            d->attributes_follow_batches = true;
+            d->attributes_dirty = false;
+            d->index_dirty = true;
+            d->index_valid = false;
+        }
+        d->uploaded = 0;
+        d->gpu_generation = d->data_generation;
+    }
+    if (d->attributes_dirty && count > 0 && static_cast<std::int64_t>(d->attributes.size()) == count) {
+        // A colouring or filter change: rewrite the whole attribute buffer, nothing else.
+        gl->glBindBuffer(GL_ARRAY_BUFFER, d->attribute_buffer);
+        gl->glBufferSubData(GL_ARRAY_BUFFER, 0, static_cast<GLsizeiptr>(count) * sizeof(PointAttribute),
+                            d->attributes.data());
+        d->stats.attribute_bytes += count * static_cast<std::int64_t>(sizeof(PointAttribute));
+        d->attributes_follow_batches = false;
+    }
+    d->attributes_dirty = false;
+    if (d->index_dirty) {
+        if (!d->order_identity && static_cast<std::int64_t>(d->draw_indices.size()) == count && count > 0) {
+            gl->glBindVertexArray(d->vertex_array);
+            gl->glBufferData(GL_ELEMENT_ARRAY_BUFFER, static_cast<GLsizeiptr>(count) * sizeof(std::uint32_t),
+                             d->draw_indices.data(), GL_DYNAMIC_DRAW);
+            gl->glBindVertexArray(0);
+            d->stats.index_bytes += count * static_cast<std::int64_t>(sizeof(std::uint32_t));
+            d->index_valid = true;
+        } else {
+            d->index_valid = false;
+        }
+        d->index_dirty = false;
+    }
+    if (d->uploaded < count) {
+        QElapsedTimer budget;
+        budget.start();
+        do {
+            const std::int64_t begin = d->uploaded;
+            const std::int64_t batch = std::min(d->batch_size, count - begin);
+            gl->glBindBuffer(GL_ARRAY_BUFFER, d->position_buffer);
+            gl->glBufferSubData(GL_ARRAY_BUFFER, static_cast<GLintptr>(begin) * 2 * sizeof(float),
+                                static_cast<GLsizeiptr>(batch) * 2 * sizeof(float), d->positions.data() + 2 * begin);
+            d->stats.position_bytes += batch * 2 * static_cast<std::int64_t>(sizeof(float));
+            ++d->stats.position_batches;
+            if (d->attributes_follow_batches) {
+                gl->glBindBuffer(GL_ARRAY_BUFFER, d->attribute_buffer);
+                gl->glBufferSubData(GL_ARRAY_BUFFER, static_cast<GLintptr>(begin) * sizeof(PointAttribute),
+                                    static_cast<GLsizeiptr>(batch) * sizeof(PointAttribute), d->attributes.data() + begin);
+                d->stats.attribute_bytes += batch * static_cast<std::int64_t>(sizeof(PointAttribute));
+            }
+            d->uploaded = begin + batch;
+            d->drawable = std::max(d->drawable, d->uploaded);
+        } while (d->uploaded < count && d->upload_budget_ms > 0.0 &&
+                 static_cast<double>(budget.nsecsElapsed()) * 1e-6 < d->upload_budget_ms);
+        if (d->uploaded == count) d->attributes_follow_batches = false;
+        d->scene_dirty = d->density_dirty = true;
+    }
+    gl->glBindBuffer(GL_ARRAY_BUFFER, 0);
+}
+
+static void ensure_color_target(QOpenGLExtraFunctions* gl, GLuint& framebuffer, GLuint& texture, QSize& current,
+                                QSize wanted, GLenum internal_format, GLenum format, GLenum type) {
+    if (framebuffer && current == wanted) return;
+    if (!framebuffer) gl->glGenFramebuffers(1, &framebuffer);
+    if (!texture) gl->glGenTextures(1, &texture);
+    gl->glBindTexture(GL_TEXTURE_2D, texture);
+    gl->glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MIN_FILTER, GL_NEAREST);
+    gl->glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MAG_FILTER, GL_NEAREST);
+    gl->glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_S, GL_CLAMP_TO_EDGE);
+    gl->glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_T, GL_CLAMP_TO_EDGE);
+    gl->glTexImage2D(GL_TEXTURE_2D, 0, static_cast<GLint>(internal_format), wanted.width(), wanted.height(), 0, format,
+                     type, nullptr);
+    gl->glBindFramebuffer(GL_FRAMEBUFFER, framebuffer);
+    gl->glFramebufferTexture2D(GL_FRAMEBUFFER, GL_COLOR_ATTACHMENT0, GL_TEXTURE_2D, texture, 0);
+    current = wanted;
+}
+
+void PlotView::renderScene() {
+    QOpenGLExtraFunctions* gl = d->gl;
+    const qreal ratio = devicePixelRatioF();
+    const QSize size(std::max(1, static_cast<int>(std::lround(width() * ratio))),
+                     std::max(1, static_cast<int>(std::lround(height() * ratio))));
+    ensure_color_target(gl, d->scene_framebuffer, d->scene_texture, d->scene_size, size, GL_RGBA8, GL_RGBA,
+                        GL_UNSIGNED_BYTE);
+    if (d->colormap_texture_dirty || d->colormap_texture_map != d->colormap) {
+        const auto table = colormap_table(d->colormap);
+        std::vector<std::uint8_t> texels(256 * 4, 255);
+        for (int entry = 0; entry < 256; ++entry)
+            for (int channel = 0; channel < 3; ++channel) texels[entry * 4 + channel] = table[entry * 3 + channel];
+        gl->glBindTexture(GL_TEXTURE_2D, d->colormap_texture);
+        gl->glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MIN_FILTER, GL_NEAREST);
+        gl->glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MAG_FILTER, GL_NEAREST);
+        gl->glTexImage2D(GL_TEXTURE_2D, 0, GL_RGBA8, 256, 1, 0, GL_RGBA, GL_UNSIGNED_BYTE, texels.data());
+        d->colormap_texture_map = d->colormap;
+        d->colormap_texture_dirty = false;
+    }
+    if (densityActive()) renderDensity();
+    else renderPoints();
+    ++d->stats.scene_renders;
+    d->scene_dirty = false;
+}
+
+void PlotView::renderPoints() {
+    QOpenGLExtraFunctions* gl = d->gl;
+    const Rgba8 background = d->background();
+    gl->glBindFramebuffer(GL_FRAMEBUFFER, d->scene_framebuffer);
+    gl->glViewport(0, 0, d->scene_size.width(), d->scene_size.height());
+    gl->glClearColor(background.r / 255.0f, background.g / 255.0f, background.b / 255.0f, 1.0f);
+    gl->glClear(GL_COLOR_BUFFER_BIT);
+    d->stats.drawn_points = 0;
+    if (d->drawable == 0) return;
+    const float size = effectivePointSize() * static_cast<float>(devicePixelRatioF());
+    if (!d->gles) gl->glEnable(GL_PROGRAM_POINT_SIZE);
+    if (d->opacity < 1.0f) {
+        gl->glEnable(GL_BLEND);
+        gl->glBlendFuncSeparate(GL_SRC_ALPHA, GL_ONE_MINUS_SRC_ALPHA, GL_ONE, GL_ONE_MINUS_SRC_ALPHA);
+    } else {
+        gl->glDisable(GL_BLEND);
+    }
+    const auto transform = d->view.ndc_scale_offset();
+    d->points_program.bind();
+    gl->glUniform4f(d->points_program.uniformLocation("u_transform"), transform[0], transform[1], transform[2],
+                    transform[3]);
+    gl->glUniform1f(d->points_program.uniformLocation("u_point_size"), size);
+    gl->glUniform1f(d->points_program.uniformLocation("u_opacity"), d->opacity);
+    gl->glUniform1i(d->points_program.uniformLocation("u_round"), size >= 3.0f ? 1 : 0);
+    gl->glBindVertexArray(d->vertex_array);
+    if (d->drawable == d->num_points && d->index_valid && !d->order_identity)
+        gl->glDrawElements(GL_POINTS, static_cast<GLsizei>(d->num_points), GL_UNSIGNED_INT, nullptr);
+    else
+        gl->glDrawArrays(GL_POINTS, 0, static_cast<GLsizei>(d->drawable));
+    gl->glBindVertexArray(0);
+    d->points_program.release();
+    gl->glDisable(GL_BLEND);
+    d->stats.drawn_points = d->drawable;
+}
+
+void PlotView::renderDensity() {
+    QOpenGLExtraFunctions* gl = d->gl;
+    const QSize size((d->scene_size.width() + d->density_downsample - 1) / d->density_downsample,
+                     (d->scene_size.height() + d->density_downsample - 1) / d->density_downsample);
+    if (d->density_size != size) d->density_dirty = true;
+    ensure_color_target(gl, d->density_framebuffer, d->density_texture, d->density_size, size, GL_RGBA32F, GL_RGBA,
+                        GL_FLOAT);
+    const int mode = d->kind == ColorKind::Categorical ? 1 : d->kind == ColorKind::Continuous ? 2 : 0;
+    if (d->density_dirty) {
+        gl->glBindFramebuffer(GL_FRAMEBUFFER, d->density_framebuffer);
+        gl->glViewport(0, 0, size.width(), size.height());
+        gl->glClearColor(0.0f, 0.0f, 0.0f, 0.0f);
+        gl->glClear(GL_COLOR_BUFFER_BIT);
+        if (d->drawable > 0) {
+            if (!d->gles) gl->glEnable(GL_PROGRAM_POINT_SIZE);
+            gl->glEnable(GL_BLEND);
+            gl->glBlendFunc(GL_ONE, GL_ONE);
+            const auto transform = d->view.ndc_scale_offset();
+            d->accumulate_program.bind();
+            gl->glUniform4f(d->accumulate_program.uniformLocation("u_transform"), transform[0], transform[1],
+                            transform[2], transform[3]);
+            gl->glUniform1f(d->accumulate_program.uniformLocation("u_point_size"), 1.0f);
+            gl->glUniform1i(d->accumulate_program.uniformLocation("u_sum_values"), mode == 2 ? 1 : 0);
+            gl->glBindVertexArray(d->vertex_array);
+            gl->glDrawArrays(GL_POINTS, 0, static_cast<GLsizei>(d->drawable));  // order is irrelevant: sums
+            gl->glBindVertexArray(0);
+            d->accumulate_program.release();
+            gl->glDisable(GL_BLEND);
+        }
+        // Largest count, for the log scale (one float per pixel read back).
+        d->density_readback.resize(static_cast<std::size_t>(size.width()) * size.height());
+        gl->glPixelStorei(GL_PACK_ALIGNMENT, 4);
+        gl->glReadPixels(0, 0, size.width(), size.height(), GL_RED, GL_FLOAT, d->density_readback.data());
+        float largest = 1.0f;
+        for (float count : d->density_readback) largest = std::max(largest, count);
+        d->density_max = largest;
+        d->density_dirty = false;
+        ++d->stats.density_aggregations;
+        d->stats.drawn_points = d->drawable;
+    }
+    const Rgba8 background = d->background();
+    gl->glBindFramebuffer(GL_FRAMEBUFFER, d->scene_framebuffer);
+    gl->glViewport(0, 0, d->scene_size.width(), d->scene_size.height());
+    gl->glDisable(GL_BLEND);
+    d->resolve_program.bind();
+    gl->glActiveTexture(GL_TEXTURE0);
+    gl->glBindTexture(GL_TEXTURE_2D, d->density_texture);
+    gl->glActiveTexture(GL_TEXTURE1);
+    gl->glBindTexture(GL_TEXTURE_2D, d->colormap_texture);
+    gl->glActiveTexture(GL_TEXTURE0);
+    gl->glUniform1i(d->resolve_program.uniformLocation("u_sums"), 0);
+    gl->glUniform1i(d->resolve_program.uniformLocation("u_colormap"), 1);
+    gl->glUniform1i(d->resolve_program.uniformLocation("u_mode"), mode);
+    gl->glUniform1f(d->resolve_program.uniformLocation("u_log_max"), std::log(1.0f + d->density_max));
+    gl->glUniform3f(d->resolve_program.uniformLocation("u_background"), background.r / 255.0f, background.g / 255.0f,
+                    background.b / 255.0f);
+    gl->glUniform1i(d->resolve_program.uniformLocation("u_downsample"), d->density_downsample);
+    gl->glBindVertexArray(d->empty_vertex_array);
+    gl->glDrawArrays(GL_TRIANGLES, 0, 3);
+    gl->glBindVertexArray(0);
+    d->resolve_program.release();
+}
+
+void PlotView::paintGL() {
+    QElapsedTimer paint_timer;
+    paint_timer.start();
+    const double now_ms = static_cast<double>(d->frame_clock.nsecsElapsed()) * 1e-6;
+    const double since_last = d->last_frame_ms >= 0.0 ? now_ms - d->last_frame_ms : 0.0;
+    d->last_frame_ms = now_ms;
+    if (since_last > 0.0 && since_last < 1000.0)
+        d->stats.frame_interval_ms = d->stats.frame_interval_ms > 0.0 ? 0.8 * d->stats.frame_interval_ms + 0.2 * since_last
+                                                                      : since_last;
+    else
+        d->stats.frame_interval_ms = 0.0;
+    ++d->stats.frames;
+
+    QOpenGLExtraFunctions* gl = d->gl;
+    const GLuint target = defaultFramebufferObject();
+    if (!d->gl_ready) {
+        if (gl) {
+            gl->glClearColor(0.5f, 0.1f, 0.1f, 1.0f);
+            gl->glClear(GL_COLOR_BUFFER_BIT);
+        }
+        return;
+    }
+    d->view.set_viewport(width(), height());
+    if (d->fit_pending && !d->bounds.empty()) {
+        d->view.fit(d->bounds);
+        d->fit_pending = false;
+        d->scene_dirty = d->density_dirty = true;
+    }
+    uploadPending();
+
+    // The overlay is built first: a legend click changes the attributes of this frame.
+    if (d->overlay_visible) {
+        d->overlay.new_frame(size(), devicePixelRatioF(), since_last > 0.0 ? since_last * 1e-3 : 1.0 / 60.0);
+        buildOverlay();
+        uploadPending();
+    }
+    if (d->scene_dirty || d->scene_size.isEmpty()) renderScene();
+
+    gl->glBindFramebuffer(GL_READ_FRAMEBUFFER, d->scene_framebuffer);
+    gl->glBindFramebuffer(GL_DRAW_FRAMEBUFFER, target);
+    gl->glBlitFramebuffer(0, 0, d->scene_size.width(), d->scene_size.height(), 0, 0, d->scene_size.width(),
+                          d->scene_size.height(), GL_COLOR_BUFFER_BIT, GL_NEAREST);
+    gl->glBindFramebuffer(GL_FRAMEBUFFER, target);
+    if (d->overlay_visible) d->overlay.render(d->scene_size);
+
+    d->stats.last_paint_ms = static_cast<double>(paint_timer.nsecsElapsed()) * 1e-6;
+    // Keep frames coming while batches remain or queued clicks wait for their next frame.
+    if (d->uploaded < d->num_points || d->overlay.has_pending_input()) update();
+    emit frameRendered();
+}
+
+double PlotView::renderFrameForBenchmark(bool redraw_scene) {
+    makeCurrent();
+    if (redraw_scene) markSceneDirty(true);
+    QElapsedTimer timer;
+    timer.start();
+    if (d->gl) d->gl->glBindFramebuffer(GL_FRAMEBUFFER, defaultFramebufferObject());
+    paintGL();
+    if (d->gl) d->gl->glFinish();
+    const double elapsed = static_cast<double>(timer.nsecsElapsed()) * 1e-6;
+    doneCurrent();
+    return elapsed;
+}
+
+// ---- overlay --------------------------------------------------------------------------
+
+void PlotView::buildOverlay() {
+    const ImGuiWindowFlags flags = ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoResize |
+                                   ImGuiWindowFlags_AlwaysAutoResize | ImGuiWindowFlags_NoSavedSettings |
+                                   ImGuiWindowFlags_NoFocusOnAppearing | ImGuiWindowFlags_NoNav |
+                                   ImGuiWindowFlags_NoCollapse | ImGuiWindowFlags_NoTitleBar;
+    const float margin = 8.0f;
+    const ImVec2 display = ImGui::GetIO().DisplaySize;
+    d->legend_rects.assign(d->categories.size(), QRectF());
+
+    if (d->kind != ColorKind::Uniform) {
+        ImGui::SetNextWindowPos(ImVec2(display.x - margin, margin), ImGuiCond_Always, ImVec2(1.0f, 0.0f));
+        ImGui::SetNextWindowSizeConstraints(ImVec2(0.0f, 0.0f), ImVec2(display.x * 0.5f, display.y - 4.0f * margin));
+        ImGui::SetNextWindowBgAlpha(0.80f);
+        if (ImGui::Begin("##legend", nullptr, flags)) {
+            // An auto-sized window is laid out off-screen on its first frame: its item
+            // rectangles are only meaningful from the next frame on.
+            const bool settling = ImGui::IsWindowAppearing();
+            if (settling) update();
+            ImGui::TextUnformatted(d->color_name.toUtf8().constData());
+            ImGui::Separator();
+            if (d->kind == ColorKind::Categorical) {
+                const float swatch = ImGui::GetTextLineHeight();
+                bool any_hidden = false;
+                for (std::size_t category = 0; category < d->categories.size(); ++category) {
+                    const bool visible = d->category_visible[category] != 0;
+                    any_hidden |= !visible;
+                    ImGui::PushID(static_cast<int>(category));
+                    ImGui::ColorButton("##swatch", to_imvec4(d->category_colors[category], visible ? 1.0f : 0.25f),
+                                       ImGuiColorEditFlags_NoTooltip | ImGuiColorEditFlags_NoPicker |
+                                           ImGuiColorEditFlags_NoDragDrop,
+                                       ImVec2(swatch, swatch));
+                    ImGui::SameLine();
+                    if (!visible) ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+                    const std::string label = d->categories[category] + "  (" +
+                                              format_count(d->category_counts[category]).toStdString() + ")";
+                    const bool clicked = ImGui::Selectable(label.c_str(), false);
+                    if (!visible) ImGui::PopStyleColor();
+                    const ImVec2 min = ImGui::GetItemRectMin(), max = ImGui::GetItemRectMax();
+                    if (!settling) d->legend_rects[category] = QRectF(QPointF(min.x, min.y), QPointF(max.x, max.y));
+                    ImGui::PopID();
+                    if (clicked) setCategoryVisible(static_cast<int>(category), !visible);
+                }
+                if (any_hidden && ImGui::SmallButton("show all")) {
+                    for (std::size_t category = 0; category < d->categories.size(); ++category)
+                        setCategoryVisible(static_cast<int>(category), true);
+                }
+            } else {
+                ImDrawList* draw = ImGui::GetWindowDrawList();
+                const ImVec2 origin = ImGui::GetCursorScreenPos();
+                const float bar_width = 180.0f, bar_height = 14.0f;
+                const int segments = 64;
+                for (int segment = 0; segment < segments; ++segment) {
+                    const Rgba8 left = colormap_color(d->colormap, segment / static_cast<float>(segments));
+                    const Rgba8 right = colormap_color(d->colormap, (segment + 1) / static_cast<float>(segments));
+                    const ImU32 left_color = ImGui::ColorConvertFloat4ToU32(to_imvec4(left));
+                    const ImU32 right_color = ImGui::ColorConvertFloat4ToU32(to_imvec4(right));
+                    draw->AddRectFilledMultiColor(
+                        ImVec2(origin.x + bar_width * segment / segments, origin.y),
+                        ImVec2(origin.x + bar_width * (segment + 1) / segments, origin.y + bar_height), left_color,
+                        right_color, right_color, left_color);
+                }
+                ImGui::Dummy(ImVec2(bar_width, bar_height));
+                ImGui::Text("%.3g", static_cast<double>(d->range_low));
+                ImGui::SameLine(bar_width - ImGui::CalcTextSize("0.000").x);
+                ImGui::Text("%.3g", static_cast<double>(d->range_high));
+                float low = d->range_low, high = d->range_high;
+                const float speed = std::max(1e-6f, (d->data_high - d->data_low) / 200.0f);
+                ImGui::SetNextItemWidth(bar_width);
+                if (ImGui::DragFloatRange2("##range", &low, &high, speed, d->data_low, d->data_high, "%.3g", "%.3g"))
+                    setValueRange(low, high);
+                ImGui::SetNextItemWidth(bar_width * 0.6f);
+                if (ImGui::BeginCombo("##colormap", colormap_name(d->colormap))) {
+                    for (Colormap colormap : k_all_colormaps)
+                        if (ImGui::Selectable(colormap_name(colormap), colormap == d->colormap)) setColormap(colormap);
+                    ImGui::EndCombo();
+                }
+                ImGui::SameLine();
+                if (ImGui::SmallButton("reset")) resetValueRange();
+            }
+        }
+        ImGui::End();
+    }
+
+    // Frame time and visible points.
+    ImGui::SetNextWindowPos(ImVec2(margin, display.y - margin), ImGuiCond_Always, ImVec2(0.0f, 1.0f));
+    ImGui::SetNextWindowBgAlpha(0.65f);
+    if (ImGui::Begin("##stats", nullptr, flags | ImGuiWindowFlags_NoInputs)) {
+        const double frame_ms = d->stats.frame_interval_ms > 0.0 ? d->stats.frame_interval_ms : d->stats.last_paint_ms;
+        ImGui::Text("%s / %s cells  |  %.1f ms  |  %s", format_count(d->visible_count).toUtf8().constData(),
+                    format_count(d->num_points).toUtf8().constData(), frame_ms,
+                    densityActive() ? "density" : "points");
+        if (d->uploaded < d->num_points)
+            ImGui::Text("uploading %.0f%%", 100.0 * static_cast<double>(d->uploaded) / std::max<std::int64_t>(1, d->num_points));
+    }
+    ImGui::End();
+
+    if (d->hovered >= 0 && !d->dragging) {
+        ImGui::BeginTooltip();
+        ImGui::TextUnformatted(hoverText().toUtf8().constData());
+        ImGui::EndTooltip();
+    }
+}
+
+// ---- input ----------------------------------------------------------------------------
+
+static int imgui_button_of(Qt::MouseButton button) {
+    switch (button) {
+        case Qt::LeftButton: return 0;
+        case Qt::RightButton: return 1;
+        case Qt::MiddleButton: return 2;
+        default: return -1;
+    }
+}
+
+void PlotView::mousePressEvent(QMouseEvent* event) {
+    const QPointF position = event->position();
+    d->overlay.mouse_button(imgui_button_of(event->button()), true, position);
+    if (!d->overlay.wants_mouse() && (event->button() == Qt::LeftButton || event->button() == Qt::MiddleButton)) {
+        d->dragging = true;
+        d->drag_last = position;
+    }
+    update();
+}
+
+void PlotView::mouseReleaseEvent(QMouseEvent* event) {
+    d->overlay.mouse_button(imgui_button_of(event->button()), false, event->position());
+    if (event->button() == Qt::LeftButton || event->button() == Qt::MiddleButton) d->dragging = false;
+    update();
+}
+
+void PlotView::mouseMoveEvent(QMouseEvent* event) {
+    const QPointF position = event->position();
+    d->mouse_position = position;
+    d->overlay.mouse_moved(position);
+    if (d->dragging) {
+        const QPointF delta = position - d->drag_last;
+        d->drag_last = position;
+        if (!delta.isNull()) {
+            d->view.pan_pixels(delta.x(), delta.y());
+            d->user_moved = true;
+            markSceneDirty(true);
+            emit viewChanged();
+        }
+    } else {
+        updateHover(position);
+    }
+    update();
+}
+
+void PlotView::mouseDoubleClickEvent(QMouseEvent* event) {
+    d->overlay.mouse_button(imgui_button_of(event->button()), true, event->position());
+    if (!d->overlay.wants_mouse() && event->button() == Qt::LeftButton) resetView();
+    update();
+}
+
+void PlotView::wheelEvent(QWheelEvent* event) {
+    const double steps = event->angleDelta().y() / 120.0;
+    d->overlay.mouse_wheel(static_cast<float>(steps), static_cast<float>(event->angleDelta().x() / 120.0));
+    if (!d->overlay.wants_mouse() && steps != 0.0) {
+        const QPointF position = event->position();
+        d->view.zoom_at({position.x(), position.y()}, std::pow(2.0, steps / 4.0));
+        d->user_moved = true;
+        markSceneDirty(true);
+        emit viewChanged();
+    }
+    event->accept();
+    update();
+}
+
+void PlotView::keyPressEvent(QKeyEvent* event) {
+    const Qt::KeyboardModifiers modifiers = event->modifiers();
+    d->overlay.key(event->key(), true, modifiers & Qt::ControlModifier, modifiers & Qt::ShiftModifier,
+                   modifiers & Qt::AltModifier, event->text());
+    if (!d->overlay.wants_keyboard()) {
+        switch (event->key()) {
+            case Qt::Key_R: resetView(); break;
+            case Qt::Key_D:
+                setDensityMode(densityActive() ? DensityMode::Off : DensityMode::On);
+                break;
+            case Qt::Key_Plus:
+            case Qt::Key_Equal: setPointSize(effectivePointSize() + 1.0f); break;
+            case Qt::Key_Minus: setPointSize(effectivePointSize() - 1.0f); break;
+            default: QOpenGLWidget::keyPressEvent(event); break;
+        }
+    }
+    update();
+}
+
+void PlotView::keyReleaseEvent(QKeyEvent* event) {
+    const Qt::KeyboardModifiers modifiers = event->modifiers();
+    d->overlay.key(event->key(), false, modifiers & Qt::ControlModifier, modifiers & Qt::ShiftModifier,
+                   modifiers & Qt::AltModifier, QString());
+    update();
+}
+
+void PlotView::leaveEvent(QEvent* event) {
+    d->overlay.mouse_left();
+    if (d->hovered >= 0) {
+        d->hovered = -1;
+        emit hoveredCellChanged(-1);
+    }
+    update();
+    QOpenGLWidget::leaveEvent(event);
+}
+
+void PlotView::updateHover(QPointF position) {
+    const double radius = std::max(4.0, effectivePointSize() / 2.0 + 2.0);
+    const std::int64_t cell = d->overlay.wants_mouse() ? -1 : pickCell(position, radius);
+    if (cell != d->hovered) {
+        d->hovered = cell;
+        emit hoveredCellChanged(cell);
+    }
+}
+
+}  // namespace fathom::ui

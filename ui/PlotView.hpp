@@ -1,0 +1,204 @@
+#pragma once
+/// The embedding plot: a QOpenGLWidget with its own point renderer and a Dear ImGui
+/// overlay (legend with category toggles, colour bar with range control, hover readout,
+/// frame time and visible points).
+///
+/// - Positions (n x 2 float) and per-cell attributes (RGBA8 colour + scaled value) live
+///   in separate GPU buffers. Positions are uploaded in fixed-size batches, one or more
+///   per frame, and every frame draws what has arrived; recolouring or filtering
+///   rewrites only the attribute buffer, never the positions.
+/// - The draw order (file, seeded random, by value) is an index buffer.
+/// - Density mode aggregates counts per pixel into a float texture with additive
+///   blending, then colour-maps it in one full-screen pass; the aggregation is redone
+///   only when the view or the data change, so a still frame costs the same for any n.
+/// - The finished point (or density) layer is cached in an offscreen framebuffer, so
+///   overlay-only frames (hover, legend) do not redraw the cells.
+/// - Hover picking uses a uniform grid built once per embedding (SpatialGrid).
+#include <QOpenGLWidget>
+#include <QRectF>
+#include <QString>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ui/ColorMaps.hpp"
+#include "ui/PlotColoring.hpp"
+#include "ui/ViewTransform.hpp"
+
+namespace fathom::ui {
+
+/// The embedding plot widget. All methods are for the GUI thread.
+class PlotView : public QOpenGLWidget {
+    Q_OBJECT
+public:
+    /// Background and overlay style.
+    enum class Theme { Dark, Light };
+    /// Density (aggregation) rendering: never, always, or when many points overlap.
+    enum class DensityMode { Off, On, Auto };
+    /// What the current colouring is.
+    enum class ColorKind { Uniform, Categorical, Continuous };
+    /// What setPositions() does to the view.
+    enum class FitPolicy { Keep, Fit, FitUnlessUserMoved };
+
+    /// Upload and draw counters (tests and the benchmark read them).
+    struct Stats {
+        std::int64_t frames = 0;                 ///< paintGL calls
+        std::int64_t scene_renders = 0;          ///< frames that redrew the point/density layer
+        std::int64_t density_aggregations = 0;   ///< accumulation passes over all cells
+        std::int64_t position_batches = 0;       ///< glBufferSubData calls on the position buffer
+        std::int64_t position_bytes = 0;         ///< bytes written to the position buffer
+        std::int64_t attribute_bytes = 0;        ///< bytes written to the attribute buffer
+        std::int64_t index_bytes = 0;            ///< bytes written to the draw-order index buffer
+        std::int64_t drawn_points = 0;           ///< points submitted by the last scene render
+        double last_paint_ms = 0.0;              ///< CPU time of the last paintGL
+        double frame_interval_ms = 0.0;          ///< smoothed time between frames (0 if idle)
+    };
+
+    explicit PlotView(QWidget* parent = nullptr);
+    ~PlotView() override;
+
+    /// The surface format PlotView needs (OpenGL 3.3 core); set it as the default
+    /// format before creating QApplication so that every context matches.
+    static QSurfaceFormat surfaceFormat();
+
+    // ---- data -----------------------------------------------------------------------
+    /// Replaces the positions: `xy` holds num_cells * 2 floats (x0, y0, x1, y1, ...).
+    /// With the same number of cells (a new UMAP frame) the current colouring is kept;
+    /// with a different number it resets to uniform. Uploaded in batches from the next frame.
+    void setPositions(std::vector<float> xy, FitPolicy fit = FitPolicy::Fit);
+    /// Positions from the first two columns of a cells x k row-major matrix.
+    void setPositions(const float* matrix, std::int64_t rows, std::int64_t cols, FitPolicy fit = FitPolicy::Fit);
+    /// Cell names shown by the hover readout (obs index); may be null.
+    void setCellNames(std::shared_ptr<const std::vector<std::string>> names);
+    std::int64_t numPoints() const;
+    const std::vector<float>& positions() const;
+
+    // ---- colouring (rewrites the attribute buffer only) -----------------------------
+    /// One colour for every cell (the theme's default when `color` is null).
+    void setUniformColor(const Rgba8* color = nullptr);
+    /// Colour by categories: codes[cell] indexes `categories` (-1 = missing); one colour
+    /// per category. Every category starts visible.
+    void setCategorical(const QString& name, std::vector<std::int32_t> codes, std::vector<std::string> categories,
+                        std::vector<Rgba8> colors);
+    /// Colour by a continuous value (NaN = missing); the range starts at the finite
+    /// minimum and maximum.
+    void setContinuous(const QString& name, std::vector<float> values, Colormap colormap = Colormap::Viridis);
+    /// Colour range of continuous colouring (values outside are clamped).
+    void setValueRange(float low, float high);
+    void resetValueRange();
+    std::pair<float, float> valueRange() const;
+    std::pair<float, float> dataRange() const;
+    void setColormap(Colormap colormap);
+    Colormap colormap() const;
+    ColorKind colorKind() const;
+    QString colorName() const;
+    const std::vector<std::string>& categories() const;
+    const std::vector<Rgba8>& categoryColors() const;
+    /// Legend toggle: hides or shows the cells of one category.
+    void setCategoryVisible(int category, bool visible);
+    bool categoryVisible(int category) const;
+    /// Shows only cells with mask[cell] != 0 (e.g. a marker-gene filter); empty = all.
+    void setCellMask(std::vector<std::uint8_t> mask);
+    /// Cells drawn (not hidden by category or mask).
+    std::int64_t visiblePoints() const;
+
+    // ---- draw order -----------------------------------------------------------------
+    void setDrawOrder(DrawOrder order, std::uint64_t seed = 0);
+    DrawOrder drawOrder() const;
+
+    // ---- view -----------------------------------------------------------------------
+    /// Fits the view to the data.
+    void resetView();
+    const ViewTransform& transform() const;
+    void setTransform(const ViewTransform& transform);
+    /// True once the user panned or zoomed since the last fit.
+    bool viewMovedByUser() const;
+    /// Fixed point size in pixels (turns automatic size off).
+    void setPointSize(float pixels);
+    /// Point size from the density of cells on screen.
+    void setAutoPointSize(bool automatic);
+    bool autoPointSize() const;
+    /// The size the next frame uses.
+    float effectivePointSize() const;
+    void setOpacity(float opacity);
+    float opacity() const;
+    void setTheme(Theme theme);
+    Theme theme() const;
+    Rgba8 backgroundColor() const;
+    void setDensityMode(DensityMode mode);
+    DensityMode densityMode() const;
+    /// Whether the next frame draws the density image.
+    bool densityActive() const;
+    void setOverlayVisible(bool visible);
+    bool overlayVisible() const;
+
+    // ---- upload ---------------------------------------------------------------------
+    /// Points per position upload batch (default 262144).
+    void setBatchSize(std::int64_t points);
+    std::int64_t batchSize() const;
+    /// Upload time budget per frame in ms: batches continue while under it (at least
+    /// one batch per frame). 0 = exactly one batch per frame.
+    void setUploadBudgetMs(double milliseconds);
+    /// Points whose current positions are on the GPU.
+    std::int64_t uploadedPoints() const;
+    bool uploadComplete() const;
+
+    // ---- hover, legend, stats -------------------------------------------------------
+    /// Cell under the cursor (-1 when none).
+    std::int64_t hoveredCell() const;
+    /// The hover readout as shown ("barcode", category or value).
+    QString hoverText() const;
+    /// Cell nearest to a widget position within `radius_px` among visible cells, or -1.
+    std::int64_t pickCell(QPointF position, double radius_px) const;
+    /// Where the legend drew category `category` in the last frame (widget coordinates);
+    /// empty when it was not drawn.
+    QRectF legendEntryRect(int category) const;
+    const Stats& stats() const;
+    /// Renders one frame synchronously into the widget's framebuffer and waits for the GL
+    /// to finish it; `redraw_scene` forces the point/density layer to be redrawn as a view
+    /// change would. Returns the wall time in ms (for the benchmark).
+    double renderFrameForBenchmark(bool redraw_scene);
+
+signals:
+    /// The hovered cell changed (-1 = none).
+    void hoveredCellChanged(qint64 cell);
+    /// A legend toggle changed a category's visibility.
+    void categoryVisibilityChanged(int category, bool visible);
+    /// The colour range changed (overlay control or setValueRange).
+    void valueRangeChanged(float low, float high);
+    /// Pan, zoom or reset.
+    void viewChanged();
+    /// A frame was painted.
+    void frameRendered();
+
+protected:
+    void initializeGL() override;
+    void resizeGL(int width, int height) override;
+    void paintGL() override;
+    void mousePressEvent(QMouseEvent* event) override;
+    void mouseReleaseEvent(QMouseEvent* event) override;
+    void mouseMoveEvent(QMouseEvent* event) override;
+    void mouseDoubleClickEvent(QMouseEvent* event) override;
+    void wheelEvent(QWheelEvent* event) override;
+    void keyPressEvent(QKeyEvent* event) override;
+    void keyReleaseEvent(QKeyEvent* event) override;
+    void leaveEvent(QEvent* event) override;
+
+private:
+    struct Private;
+    std::unique_ptr<Private> d;
+
+    void releaseGl();
+    void rebuildAttributes();
+    void rebuildDrawOrder();
+    void markSceneDirty(bool reaggregate);
+    void uploadPending();
+    void renderScene();
+    void renderPoints();
+    void renderDensity();
+    void buildOverlay();
+    void updateHover(QPointF position);
+};
+
+}  // namespace fathom::ui
