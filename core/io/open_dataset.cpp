@@ -1,3 +1,6 @@
+#include <zlib.h>
+
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -24,12 +27,18 @@ bool has_hdf5_signature(const std::string& path) {
     return false;
 }
 
+// True when the first line, gunzipped if need be (zlib reads plain files as they are),
+// starts with the Matrix Market banner. Files named *.mtx / *.mtx.gz count too, so
+// that the Matrix Market reader reports exactly what is wrong with their banner.
 bool has_matrix_market_banner(const std::string& path) {
-    std::string first_line;
-    if (path.ends_with(".gz")) return path.ends_with(".mtx.gz");  // checked again when parsed
-    std::ifstream stream(path);
-    std::getline(stream, first_line);
-    return first_line.rfind("%%MatrixMarket", 0) == 0;
+    if (path.ends_with(".mtx") || path.ends_with(".mtx.gz")) return true;
+    gzFile file = gzopen(path.c_str(), "rb");
+    if (!file) return false;
+    static constexpr char banner[] = "%%MatrixMarket";
+    char first[sizeof(banner)] = {};
+    const int got = gzread(file, first, sizeof(banner) - 1);
+    gzclose_r(file);
+    return got == static_cast<int>(sizeof(banner) - 1) && std::equal(first, first + sizeof(banner) - 1, banner);
 }
 
 }  // namespace

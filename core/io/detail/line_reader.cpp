@@ -85,6 +85,11 @@ bool LineReader::next(std::string_view& line) {
     }
 }
 
+void LineReader::check_rest_of_stream() {
+    m_begin = m_end;
+    while (fill()) m_begin = m_end;
+}
+
 void LineReader::seek(std::int64_t offset, std::int64_t line_number) {
     const std::int64_t buffered_end = m_buffer_offset + static_cast<std::int64_t>(m_end);
     if (offset >= m_buffer_offset && offset <= buffered_end) {

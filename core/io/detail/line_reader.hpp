@@ -35,6 +35,11 @@ public:
     /// gzip stream decompress and skip; backward seeks rewind to the start.
     void seek(std::int64_t offset, std::int64_t line_number);
 
+    /// Reads (and discards) the rest of the file so that a corrupt or truncated gzip
+    /// stream is reported (FormatError) rather than the garbled text it produced; call
+    /// on the error path before reporting a parse error. Returns normally when intact.
+    void check_rest_of_stream();
+
     /// Longest accepted line; longer ones give a FormatError (binary or corrupt input).
     static constexpr std::size_t max_line_bytes = 16u << 20;
 
