@@ -96,6 +96,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
         std::string input, output, report, export_csv, devices = EngineConfig{}.devices;
         PipelineSettings settings;
         bool no_matrix = false;
+        double memory_budget_gb = 0.0;
         std::optional<int> neighbors;
         bool umap = false;
         std::optional<double> leiden;
@@ -114,6 +115,10 @@ void add_run_command(CLI::App& app, int& exit_code) {
     command->add_option("--min-counts-per-cell", args->settings.min_counts_per_cell,
                         "drop cells with fewer total counts before the recipe (sc.pp.filter_cells(min_counts))");
     command->add_option("--devices", args->devices, "cpu, cpu:N (N shards) or cuda:0,1,...")->default_str(args->devices);
+    command->add_option("--memory-budget", args->memory_budget_gb,
+                        "GiB of raw matrix to load into memory; larger ones are streamed from the file "
+                        "(0 = half the RAM, -1 = always stream)")
+        ->default_str("0");
     command->add_option("--neighbors", args->neighbors, "compute the kNN graph with this many neighbours (e.g. 15)");
     command->add_flag("--umap", args->umap, "compute UMAP (needs --neighbors)");
     command->add_option("--leiden", args->leiden, "Leiden clustering at this resolution (needs --neighbors)");
@@ -143,7 +148,12 @@ void add_run_command(CLI::App& app, int& exit_code) {
             std::signal(SIGINT, on_interrupt);
             std::signal(SIGTERM, on_interrupt);
             const auto started = std::chrono::steady_clock::now();
-            Engine engine(EngineConfig{args->devices});
+            EngineConfig config;
+            config.devices = args->devices;
+            config.memory_budget_bytes = args->memory_budget_gb < 0
+                                             ? -1
+                                             : static_cast<std::int64_t>(args->memory_budget_gb * 1024.0 * 1024.0 * 1024.0);
+            Engine engine(config);
             ProgressPrinter printer;
             nlohmann::json report = {{"input", args->input},
                                      {"output", args->output},

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
+#include <unistd.h>
 #include <unordered_map>
 
 #include "core/engine/detail/EngineState.hpp"
@@ -83,23 +84,34 @@ JobHandle Engine::open(std::string path) {
         io::OpenedDataset opened = io::open_dataset(path);
         auto data = std::make_shared<detail::LoadedData>();
         data->devices = devices;
-        const std::vector<std::int64_t> offsets = opened.source->row_offsets();
-        // CUDA shards need the CUDA backend (gpu/); the engine places shards on CPU
-        // backends, one per requested device, so the same split is kept.
-        const int num_shards = std::max(1, devices.num_shards());
-        const auto ranges = plan_row_ranges(offsets, num_shards, devices.balance);
-        std::vector<CsrShard> shards;
-        double done = 0.0;
-        for (const auto& range : ranges) {
-            shards.push_back(read_shard(*opened.source, range, ctx, 0.0, 1.0, opened.meta.shape.num_cells));
-            done += static_cast<double>(range.size());
+        std::vector<std::int64_t> offsets = opened.source->row_offsets();
+        const std::int64_t csr_bytes = 8 * (opened.meta.shape.num_cells + 1) + 8 * opened.meta.nnz;
+        std::int64_t budget = state->config.memory_budget_bytes;
+        if (budget == 0) budget = static_cast<std::int64_t>(::sysconf(_SC_PHYS_PAGES)) * ::sysconf(_SC_PAGE_SIZE) / 2;
+        if (budget < 0 || csr_bytes > budget) {
+            // Out-of-core: one streamed pass for QC and the normalised moments.
+            data->streamed = true;
+            state->begin_step(ctx, "qc");
+            data->streamed_stats = detail::stream_statistics(*opened.source, opened.meta.var.index(), ctx);
+            data->qc = data->streamed_stats.qc;
+            data->integer_counts = data->streamed_stats.integer_counts;
+            data->row_offsets = std::move(offsets);
+            data->meta = std::move(opened.meta);
+        } else {
+            // CUDA shards need the CUDA backend (gpu/); the engine places shards on CPU
+            // backends, one per requested device, so the same split is kept.
+            const int num_shards = std::max(1, devices.num_shards());
+            const auto ranges = plan_row_ranges(offsets, num_shards, devices.balance);
+            std::vector<CsrShard> shards;
+            for (const auto& range : ranges)
+                shards.push_back(read_shard(*opened.source, range, ctx, 0.0, 1.0, opened.meta.shape.num_cells));
+            data->raw = ShardSet::make_cpu(ShardedCsr(opened.meta.shape, std::move(shards)));
+            data->meta = std::move(opened.meta);
+            data->integer_counts =
+                data->meta.integer_counts_known ? data->meta.integer_counts : all_integer(data->raw);
+            state->begin_step(ctx, "qc");
+            data->qc = calculate_qc_metrics(data->raw, data->meta.var.index(), QcOptions{}, ctx);
         }
-        data->raw = ShardSet::make_cpu(ShardedCsr(opened.meta.shape, std::move(shards)));
-        data->meta = std::move(opened.meta);
-        data->integer_counts = data->meta.integer_counts_known ? data->meta.integer_counts : all_integer(data->raw);
-
-        state->begin_step(ctx, "qc");
-        data->qc = calculate_qc_metrics(data->raw, data->meta.var.index(), QcOptions{}, ctx);
 
         state->cache.clear();
         {
@@ -126,6 +138,9 @@ Pending<GeneValues> Engine::gene_values(std::string gene, ValueLayer layer) {
         state->begin_step(ctx, "gene");
         const auto data = state->loaded();
         if (!data) throw std::invalid_argument("gene '" + gene + "': no dataset is open");
+        if (data->streamed)
+            throw std::invalid_argument("gene '" + gene + "': gene queries need the matrix in memory; this dataset is "
+                                        "streamed from its file (raise EngineConfig::memory_budget_bytes)");
         const auto& names = data->meta.var.index();
         std::int64_t gene_index = -1;
         for (std::size_t index = 0; index < names.size() && gene_index < 0; ++index)

@@ -26,6 +26,10 @@ namespace fathom {
 /// (CUDA devices fall back to CPU shards, with a message, when no device is usable).
 struct EngineConfig {
     std::string devices = "cpu:1";
+    /// Largest raw matrix (CSR bytes: 8 per row + 8 per non-zero) loaded into memory;
+    /// a larger one is streamed from its file in row blocks (out-of-core: Zheng17 only,
+    /// no gene queries). 0 = half of the physical memory; -1 = always stream.
+    std::int64_t memory_budget_bytes = 0;
     /// Called on the engine thread as each step of a job begins (after it is named),
     /// with that job's context: for logging and for tests that cancel at a given step.
     std::function<void(const std::string& step, JobContext& ctx)> step_observer;
@@ -50,6 +54,7 @@ struct DatasetSummary {
     std::vector<ColumnSummary> var_columns;
     std::vector<std::string> obsm_keys;
     std::vector<std::string> devices;  ///< one name per shard, e.g. "cpu:0"
+    bool streamed = false;             ///< the matrix is streamed from the file (out-of-core)
 };
 
 /// Marker genes of one group (rank_genes_groups), best first.

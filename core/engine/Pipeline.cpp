@@ -2,6 +2,7 @@
 // its results. Each stage is cached with a key made of every setting it depends on
 // (its own and those upstream), so a run recomputes exactly the stages whose key
 // changed and everything after them.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <sstream>
@@ -9,6 +10,7 @@
 #include "core/algo/recipes.hpp"
 #include "core/engine/detail/EngineState.hpp"
 #include "core/engine/palette.hpp"
+#include "core/io/RowSource.hpp"
 
 namespace fathom::detail {
 
@@ -56,8 +58,12 @@ CsrShard to_square(const CsrGraph& graph) {
     return shard;
 }
 
-Zheng17Options zheng17_options(const PipelineSettings& settings) {
+Zheng17Options zheng17_options(const PipelineSettings& settings, const LoadedData& data) {
     Zheng17Options options;
+    // scanpy keeps an h5ad's integer X as integers, which changes normalize_total's
+    // arithmetic (float64); its 10x and Matrix Market readers give float32.
+    options.integer_dtype = data.meta.format == DatasetFormat::H5ad &&
+                            (data.meta.stored_type == ValueType::Int32 || data.meta.stored_type == ValueType::Int64);
     options.num_top_genes = settings.num_top_genes;
     options.pca.reset();  // the engine runs PCA as its own stage
     return options;
@@ -66,8 +72,54 @@ Zheng17Options zheng17_options(const PipelineSettings& settings) {
 // ---- stages ----
 
 /// Cell pre-filter + the recipe up to HVG selection. Output: cache.normalized.
+/// Out-of-core Zheng17 up to HVG selection, from the first pass's statistics:
+/// filter_genes(min_counts=1), then the moments of normalize_total's output
+/// (target = median of the non-zero totals) as target * sum(x / total) — the same
+/// quantities the in-memory path computes, up to float32 rounding of the scaled values.
+void run_streamed_preprocess(Engine::State& state, const LoadedData& data, const PipelineSettings& settings,
+                             JobContext& ctx) {
+    auto& cache = state.cache;
+    state.begin_step(ctx, "preprocess");
+    if (settings.recipe != "zheng17" || settings.min_counts_per_cell > 0.0)
+        throw std::invalid_argument("PipelineSettings::recipe: datasets streamed from their file (larger than the "
+                                    "memory budget) support recipe zheng17 without a cell pre-filter only");
+    const auto& stats = data.streamed_stats;
+    const auto num_cells = static_cast<double>(data.meta.shape.num_cells);
+    // normalize_total's target: the median of the non-zero totals (float32 unless X is
+    // an integer array, see Zheng17Options::integer_dtype).
+    std::vector<double> nonzero_totals;
+    for (double total : stats.qc.total_counts)
+        if (total > 0.0) nonzero_totals.push_back(total);
+    double target = 0.0;
+    if (zheng17_options(settings, data).integer_dtype) {
+        std::sort(nonzero_totals.begin(), nonzero_totals.end());
+        const std::size_t middle = nonzero_totals.size() / 2;
+        target = nonzero_totals.size() % 2 ? nonzero_totals[middle]
+                                            : 0.5 * (nonzero_totals[middle - 1] + nonzero_totals[middle]);
+    } else {
+        target = median_float32(std::vector<float>(nonzero_totals.begin(), nonzero_totals.end()));
+    }
+    cache.streamed_target = target;
+    cache.kept_cells = iota_rows(data.meta.shape.num_cells);
+    cache.kept_genes.clear();
+    std::vector<double> means, variances;
+    for (std::size_t gene = 0; gene < stats.qc.gene_total_counts.size(); ++gene) {
+        if (stats.qc.gene_total_counts[gene] < 1.0) continue;
+        cache.kept_genes.push_back(static_cast<std::int64_t>(gene));
+        const double sum = target * stats.sum_inverse_total[gene];
+        const double sum_squares = target * target * stats.sum_squares_inverse_total[gene];
+        means.push_back(sum / num_cells);
+        variances.push_back(std::max(0.0, (sum_squares - sum * sum / num_cells) / (num_cells - 1.0)));
+    }
+    cache.n_counts_all = stats.qc.total_counts;
+    cache.normalized.reset();
+    cache.streamed_means = std::move(means);
+    cache.streamed_variances = std::move(variances);
+}
+
 void run_preprocess(Engine::State& state, const LoadedData& data, const PipelineSettings& settings,
                     JobContext& ctx) {
+    if (data.streamed) return run_streamed_preprocess(state, data, settings, ctx);
     auto& cache = state.cache;
     state.begin_step(ctx, "preprocess");
     ShardSet shards;
@@ -88,7 +140,7 @@ void run_preprocess(Engine::State& state, const LoadedData& data, const Pipeline
     if (settings.recipe == "zheng17") {
         // recipe_zheng17, first part: filter_genes(min_counts=1);
         // normalize_total(key_added='n_counts_all').
-        const Zheng17Preprocessed pre = zheng17_preprocess(shards, zheng17_options(settings), ctx);
+        const Zheng17Preprocessed pre = zheng17_preprocess(shards, zheng17_options(settings, data), ctx);
         genes = compose(genes, pre.gene_filter.keep);
         cache.n_counts_all = pre.normalization.counts_per_cell;
     } else if (settings.recipe == "seurat") {
@@ -115,7 +167,7 @@ void run_preprocess(Engine::State& state, const LoadedData& data, const Pipeline
 }
 
 /// HVG selection on cache.normalized.
-void run_hvg(Engine::State& state, const PipelineSettings& settings, JobContext& ctx) {
+void run_hvg(Engine::State& state, const LoadedData& data, const PipelineSettings& settings, JobContext& ctx) {
     auto& cache = state.cache;
     state.begin_step(ctx, "hvg");
     cache.hvg_genes.clear();
@@ -126,21 +178,44 @@ void run_hvg(Engine::State& state, const PipelineSettings& settings, JobContext&
     }
     HvgOptions options;
     if (settings.recipe == "zheng17") {
-        options = zheng17_hvg_options(zheng17_options(settings));
+        options = zheng17_hvg_options(zheng17_options(settings, data));
     } else {
         options = SeuratRecipeOptions{}.hvg;
     }
     options.num_top_genes = settings.num_top_genes;
-    validate(options, cache.normalized->shape());
-    cache.hvg = highly_variable_genes(*cache.normalized, options, ctx);
+    if (cache.normalized) {
+        validate(options, cache.normalized->shape());
+        cache.hvg = highly_variable_genes(*cache.normalized, options, ctx);
+    } else {
+        // Streamed: the moments came from the first pass.
+        validate(options, MatrixShape{static_cast<std::int64_t>(cache.kept_cells.size()),
+                                      static_cast<std::int64_t>(cache.kept_genes.size())});
+        cache.hvg = select_by_dispersion(cache.streamed_means, cache.streamed_variances, options);
+    }
     for (std::size_t gene = 0; gene < cache.hvg.highly_variable.size(); ++gene)
         if (cache.hvg.highly_variable[gene]) cache.hvg_genes.push_back(cache.kept_genes[gene]);
 }
 
 /// Subset to the HVGs, renormalise (zheng17), log1p, scale. Output: cache.hvg_block.
-void run_scale(Engine::State& state, const PipelineSettings& settings, JobContext& ctx) {
+void run_scale(Engine::State& state, const LoadedData& data, const PipelineSettings& settings, JobContext& ctx) {
     auto& cache = state.cache;
     state.begin_step(ctx, "scale");
+    if (data.streamed) {
+        // Second pass: normalise every row as the in-memory path does, keep the HVG
+        // columns as shards, then the last part of the recipe on them.
+        std::vector<std::uint8_t> keep(static_cast<std::size_t>(data.meta.shape.num_genes), 0);
+        for (auto gene : cache.hvg_genes) keep[static_cast<std::size_t>(gene)] = 1;
+        io::OpenedDataset reopened = io::open_dataset(data.meta.path);
+        const auto ranges = plan_row_ranges(data.row_offsets, std::max(1, data.devices.num_shards()), data.devices.balance);
+        NormalizeTotalOptions normalization;
+        normalization.target_sum = cache.streamed_target;
+        normalization.integer_dtype = zheng17_options(settings, data).integer_dtype;
+        ShardSet block = stream_gene_block(*reopened.source, normalization, keep, ranges, ctx);
+        cache.scaling = zheng17_finish(block, zheng17_options(settings, data), ctx).scaling;
+        cache.hvg_block = std::move(block);
+        cache.block_cells = cache.kept_cells;
+        return;
+    }
     ShardSet block = cache.normalized->clone();
     std::vector<std::int64_t> cells = cache.kept_cells;
     ScaleOptions scale_options;
@@ -148,7 +223,7 @@ void run_scale(Engine::State& state, const PipelineSettings& settings, JobContex
         apply_gene_filter(block, keep_mask(cache.hvg.highly_variable), ctx);
         if (settings.recipe == "zheng17") {
             // Last part of recipe_zheng17: normalize_total(); log1p; scale().
-            cache.scaling = zheng17_finish(block, zheng17_options(settings), ctx).scaling;
+            cache.scaling = zheng17_finish(block, zheng17_options(settings, data), ctx).scaling;
         } else {
             scale_options.max_value = SeuratRecipeOptions{}.max_value;
             log1p(block, ctx);
@@ -212,8 +287,8 @@ void run_pipeline(Engine::State& state, const PipelineSettings& settings, JobCon
         cached = key;
     };
     stage(cache.preprocess_key, preprocess_key, [&] { run_preprocess(state, *data, settings, ctx); });
-    stage(cache.hvg_key, hvg_key, [&] { run_hvg(state, settings, ctx); });
-    stage(cache.scale_key, scale_key, [&] { run_scale(state, settings, ctx); });
+    stage(cache.hvg_key, hvg_key, [&] { run_hvg(state, *data, settings, ctx); });
+    stage(cache.scale_key, scale_key, [&] { run_scale(state, *data, settings, ctx); });
     stage(cache.pca_key, pca_key, [&] { run_pca(state, settings, ctx); });
     if (settings.run_neighbors)
         stage(cache.neighbors_key, neighbors_key, [&] { run_neighbors(state, settings, ctx); });
@@ -244,7 +319,9 @@ std::shared_ptr<AnalysisSnapshot> build_snapshot(const Engine::State& state, con
     summary->obs_columns = columns(data.meta.obs);
     summary->var_columns = columns(data.meta.var);
     for (const auto& [key, matrix] : data.meta.obsm) summary->obsm_keys.push_back(key);
-    for (int shard = 0; shard < data.raw.num_shards(); ++shard) summary->devices.push_back(data.raw.shard(shard).name());
+    const ShardSet& placed = data.streamed && cache.hvg_block ? *cache.hvg_block : data.raw;
+    for (int shard = 0; shard < placed.num_shards(); ++shard) summary->devices.push_back(placed.shard(shard).name());
+    summary->streamed = data.streamed;
     snapshot->dataset = summary;
 
     // Cells of the analysis: those that reached PCA, else every cell.

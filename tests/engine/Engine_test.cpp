@@ -207,6 +207,43 @@ TEST(Engine, CancelledRunLeavesTheEngineUsable) {
     EXPECT_TRUE(engine.snapshot()->obsm.count("X_pca"));
 }
 
+TEST(Engine, StreamedOutOfCoreRunAgreesWithTheInMemoryRun) {
+    PipelineSettings settings = small_settings();
+    settings.run_neighbors = false;
+    Engine in_memory(EngineConfig{"cpu:2"});
+    ASSERT_EQ(finish(in_memory.open(dataset_path())).state, JobState::Succeeded);
+    ASSERT_EQ(finish(in_memory.run(settings)).state, JobState::Succeeded);
+    EngineConfig config{"cpu:2"};
+    config.memory_budget_bytes = -1;  // always stream
+    Engine streamed(config);
+    ASSERT_EQ(finish(streamed.open(dataset_path())).state, JobState::Succeeded);
+    const auto status = finish(streamed.run(settings));
+    ASSERT_EQ(status.state, JobState::Succeeded) << status.message;
+    const auto a = in_memory.snapshot();
+    const auto b = streamed.snapshot();
+    EXPECT_TRUE(b->dataset->streamed);
+    EXPECT_EQ(std::get<BoolColumn>(a->var->find("highly_variable")->data).values,
+              std::get<BoolColumn>(b->var->find("highly_variable")->data).values);
+    EXPECT_EQ(std::get<FloatColumn>(a->obs->find("total_counts")->data).values,
+              std::get<FloatColumn>(b->obs->find("total_counts")->data).values);
+    const auto& pa = *a->obsm.at("X_pca");
+    const auto& pb = *b->obsm.at("X_pca");
+    ASSERT_EQ(pa.cols(), pb.cols());
+    for (std::int64_t component = 0; component < 10; ++component) {
+        double dot = 0, na = 0, nb = 0;
+        for (std::int64_t cell = 0; cell < pa.rows(); ++cell) {
+            dot += double(pa(cell, component)) * pb(cell, component);
+            na += double(pa(cell, component)) * pa(cell, component);
+            nb += double(pb(cell, component)) * pb(cell, component);
+        }
+        EXPECT_GT(std::abs(dot) / std::sqrt(na * nb), 0.9999) << "component " << component;
+    }
+    // Gene queries need the matrix in memory.
+    const auto gene = streamed.gene_values("GENE00001");
+    const auto gene_status = finish(gene.handle());
+    EXPECT_EQ(gene_status.failure, FailureKind::Option) << gene_status.message;
+}
+
 TEST(Engine, GeneValuesMatchABruteForceRead) {
     Engine engine(EngineConfig{"cpu:3"});
     ASSERT_EQ(finish(engine.open(dataset_path())).state, JobState::Succeeded);

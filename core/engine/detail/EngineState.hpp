@@ -18,6 +18,7 @@
 #include "core/data/Dataset.hpp"
 #include "core/engine/Engine.hpp"
 #include "core/engine/JobQueue.hpp"
+#include "core/engine/detail/Streaming.hpp"
 
 namespace fathom::detail {
 
@@ -31,6 +32,11 @@ struct LoadedData {
     mutable std::mutex raw_mutex;
     QcResult qc;                      ///< on the raw counts, at open
     bool integer_counts = false;
+    /// Out-of-core: `raw` is empty and the matrix is streamed from meta.path; the first
+    /// pass's statistics are kept here.
+    bool streamed = false;
+    StreamedStats streamed_stats;
+    std::vector<std::int64_t> row_offsets;  ///< global, for planning shards of the HVG block
 };
 
 /// Output of one pipeline stage, kept with the settings that produced it so that a
@@ -42,6 +48,9 @@ struct StageCache {
     std::vector<std::int64_t> kept_cells;        ///< raw cell index of every row of `normalized`
     std::vector<std::int64_t> kept_genes;        ///< raw gene index of every column of `normalized`
     std::vector<double> n_counts_all;            ///< per kept cell: totals before normalising (zheng17)
+    std::vector<double> streamed_means;          ///< out-of-core: normalised mean per kept gene
+    double streamed_target = 0.0;                ///< out-of-core: normalize_total's target
+    std::vector<double> streamed_variances;      ///< out-of-core: normalised variance (ddof=1) per kept gene
     // HVG selection.
     std::optional<std::string> hvg_key;
     HvgResult hvg;                                ///< on the columns of `normalized`

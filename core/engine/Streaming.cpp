@@ -1,0 +1,110 @@
+#include "core/engine/detail/Streaming.hpp"
+
+#include <cmath>
+
+#include "core/backend/CpuBackend.hpp"
+
+namespace fathom::detail {
+
+StreamedStats stream_statistics(io::RowSource& source, std::span<const std::string> gene_names, JobContext& ctx) {
+    const MatrixShape shape = source.shape();
+    const auto num_genes = static_cast<std::size_t>(shape.num_genes);
+    StreamedStats stats;
+    QcResult& qc = stats.qc;
+    QcOptions qc_options;
+    qc.mito_genes.assign(num_genes, 0);
+    for (std::size_t gene = 0; gene < num_genes && gene < gene_names.size(); ++gene)
+        for (const auto& prefix : qc_options.mito_prefixes)
+            if (gene_names[gene].rfind(prefix, 0) == 0) qc.mito_genes[gene] = 1;
+    for (auto flag : qc.mito_genes) qc.num_mito_genes += flag;
+    std::vector<double> gene_totals(num_genes, 0.0);
+    std::vector<std::int64_t> gene_cells(num_genes, 0);
+    stats.sum_inverse_total.assign(num_genes, 0.0);
+    stats.sum_squares_inverse_total.assign(num_genes, 0.0);
+
+    for (std::int64_t begin = 0; begin < shape.num_cells; begin += k_stream_block_rows) {
+        ctx.checkpoint();
+        const std::int64_t end = std::min(shape.num_cells, begin + k_stream_block_rows);
+        // One block as a temporary CPU backend, so the statistics are the same
+        // primitives (and the same arithmetic) as the in-memory path.
+        CpuBackend block(source.read_rows(begin, end), 0);
+        const RowStats rows = block.row_stats(qc.mito_genes, ctx);
+        std::vector<double> inverse_total(rows.total.size());
+        for (std::size_t row = 0; row < rows.total.size(); ++row) {
+            inverse_total[row] = rows.total[row] > 0.0 ? 1.0 / rows.total[row] : 0.0;
+            qc.total_counts.push_back(rows.total[row]);
+            qc.n_genes_by_counts.push_back(rows.nnz[row]);
+            qc.total_counts_mt.push_back(rows.subset_total[row]);
+            qc.pct_counts_mt.push_back(rows.total[row] > 0.0 ? 100.0 * rows.subset_total[row] / rows.total[row]
+                                                             : std::nan(""));
+        }
+        const ColumnStats raw = block.column_stats(ColumnStatsRequest{}, ctx);
+        ColumnStatsRequest scaled;
+        scaled.row_scale = inverse_total;
+        const ColumnStats normalized = block.column_stats(scaled, ctx);
+        for (std::size_t gene = 0; gene < num_genes; ++gene) {
+            gene_totals[gene] += raw.sum[gene];
+            gene_cells[gene] += raw.nnz[gene];
+            stats.sum_inverse_total[gene] += normalized.sum[gene];
+            stats.sum_squares_inverse_total[gene] += normalized.sum_squares[gene];
+        }
+        if (stats.integer_counts) {
+            const CsrShard& values = block.shard();
+            for (float value : values.values)
+                if (value < 0.0f || value != std::floor(value)) {
+                    stats.integer_counts = false;
+                    break;
+                }
+        }
+        ctx.report(static_cast<double>(end) / static_cast<double>(shape.num_cells));
+    }
+    const double num_cells = static_cast<double>(std::max<std::int64_t>(1, shape.num_cells));
+    qc.n_cells_by_counts = gene_cells;
+    qc.gene_total_counts = gene_totals;
+    qc.mean_counts.resize(num_genes);
+    qc.pct_dropout_by_counts.resize(num_genes);
+    for (std::size_t gene = 0; gene < num_genes; ++gene) {
+        qc.mean_counts[gene] = gene_totals[gene] / num_cells;
+        qc.pct_dropout_by_counts[gene] = 100.0 * (1.0 - static_cast<double>(gene_cells[gene]) / num_cells);
+    }
+    return stats;
+}
+
+ShardSet stream_gene_block(io::RowSource& source, const NormalizeTotalOptions& normalization,
+                           std::span<const std::uint8_t> keep, const std::vector<RowRange>& ranges, JobContext& ctx) {
+    const MatrixShape shape = source.shape();
+    std::int64_t kept_genes = 0;
+    for (auto flag : keep) kept_genes += flag;
+    std::vector<std::unique_ptr<Backend>> backends;
+    for (std::size_t shard_index = 0; shard_index < ranges.size(); ++shard_index) {
+        const RowRange& range = ranges[shard_index];
+        CsrShard shard;
+        shard.row_begin = range.begin;
+        shard.num_genes = kept_genes;
+        for (std::int64_t begin = range.begin; begin < range.end; begin += k_stream_block_rows) {
+            ctx.checkpoint();
+            const std::int64_t end = std::min(range.end, begin + k_stream_block_rows);
+            CsrShard rows = source.read_rows(begin, end);
+            rows.row_begin = 0;  // a one-shard set of its own
+            std::vector<std::unique_ptr<Backend>> one;
+            one.push_back(std::make_unique<CpuBackend>(std::move(rows), 0));
+            ShardSet block(std::move(one), shape.num_genes);
+            normalize_total(block, normalization, ctx);
+            block.subset_columns(keep, ctx);
+            const CsrShard& part = static_cast<const CpuBackend&>(block.shard(0)).shard();
+            const std::int64_t base = shard.row_offsets.back();
+            for (std::size_t row = 1; row < part.row_offsets.size(); ++row)
+                shard.row_offsets.push_back(base + part.row_offsets[row]);
+            shard.gene_indices.insert(shard.gene_indices.end(), part.gene_indices.begin(), part.gene_indices.end());
+            shard.values.insert(shard.values.end(), part.values.begin(), part.values.end());
+            ctx.report(static_cast<double>(end) / static_cast<double>(std::max<std::int64_t>(1, shape.num_cells)));
+        }
+        shard.row_offsets.shrink_to_fit();
+        shard.gene_indices.shrink_to_fit();
+        shard.values.shrink_to_fit();
+        backends.push_back(std::make_unique<CpuBackend>(std::move(shard), static_cast<int>(shard_index)));
+    }
+    return ShardSet(std::move(backends), kept_genes);
+}
+
+}  // namespace fathom::detail

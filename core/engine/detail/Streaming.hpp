@@ -1,0 +1,38 @@
+#pragma once
+/// Out-of-core execution for matrices larger than the engine's memory budget: the raw
+/// matrix is never loaded; it is streamed from the file in row blocks, twice for
+/// Zheng17 (statistics, then the HVG block), and only the HVG block is kept as shards.
+#include <cstdint>
+#include <vector>
+
+#include "core/algo/normalize.hpp"
+#include "core/algo/qc.hpp"
+#include "core/backend/ShardSet.hpp"
+#include "core/io/RowSource.hpp"
+
+namespace fathom::detail {
+
+/// Everything the first streamed pass gathers (every vector is global).
+struct StreamedStats {
+    QcResult qc;                         ///< as calculate_qc_metrics on the raw counts
+    bool integer_counts = true;          ///< every value a non-negative integer
+    /// Per gene over cells with a non-zero total: sum of x / total and of (x / total)^2.
+    /// Multiplying by the normalisation target (and its square) gives the moments of
+    /// normalize_total's output without a second pass.
+    std::vector<double> sum_inverse_total;
+    std::vector<double> sum_squares_inverse_total;
+};
+
+/// Rows per streamed block.
+inline constexpr std::int64_t k_stream_block_rows = 32768;
+
+/// Pass 1: QC metrics and the normalised per-gene moments, reading `source` once.
+StreamedStats stream_statistics(io::RowSource& source, std::span<const std::string> gene_names, JobContext& ctx);
+
+/// Pass 2: every row normalised by normalize_total(`normalization`) — the same
+/// per-cell factors the in-memory path applies to the whole matrix — then cut to the
+/// columns with keep[g] = 1, as shards over `ranges` (CPU backends); reads `source` once.
+ShardSet stream_gene_block(io::RowSource& source, const NormalizeTotalOptions& normalization,
+                           std::span<const std::uint8_t> keep, const std::vector<RowRange>& ranges, JobContext& ctx);
+
+}  // namespace fathom::detail
