@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "core/algo/recipes.hpp"
+#include "core/algo/umap.hpp"
 #include "core/engine/detail/EngineState.hpp"
 #include "core/engine/palette.hpp"
 #include "core/io/RowSource.hpp"
@@ -260,6 +261,28 @@ void run_neighbors(Engine::State& state, const PipelineSettings& settings, JobCo
     cache.neighbors = neighbors(cache.pca.scores, options, ctx);
 }
 
+void run_umap(Engine::State& state, const PipelineSettings& settings, JobContext& ctx) {
+    auto& cache = state.cache;
+    state.begin_step(ctx, "umap");
+    UmapOptions options;
+    options.min_dist = settings.min_dist;
+    options.spread = settings.spread;
+    options.num_epochs = settings.umap_epochs;
+    options.seed = settings.seed;
+    // Intermediate embeddings go to the plot while the SGD runs.
+    int total_epochs = 0;
+    options.on_epoch = [&state, &total_epochs, &ctx](int epoch, const DenseMatrix<float>& embedding) {
+        state.publish_frame(epoch, total_epochs, false, embedding);
+        (void)ctx;
+    };
+    validate(options);
+    const std::int64_t num_cells = cache.pca.scores.rows();
+    total_epochs = options.num_epochs > 0 ? options.num_epochs : (num_cells <= 10000 ? 500 : 200);
+    UmapResult result = umap(cache.neighbors.connectivities, cache.pca.scores, options, ctx);
+    state.publish_frame(result.num_epochs, result.num_epochs, true, result.embedding);
+    cache.umap = std::move(result.embedding);
+}
+
 }  // namespace
 
 void run_pipeline(Engine::State& state, const PipelineSettings& settings, JobContext& ctx) {
@@ -277,6 +300,8 @@ void run_pipeline(Engine::State& state, const PipelineSettings& settings, JobCon
     const std::string scale_key = key_of(hvg_key, "scale");
     const std::string pca_key = key_of(scale_key, join_key(settings.num_pcs));
     const std::string neighbors_key = key_of(pca_key, join_key(settings.num_neighbors, settings.seed));
+    const std::string umap_key =
+        key_of(neighbors_key, join_key(settings.min_dist, settings.spread, settings.umap_epochs, settings.seed));
 
     bool changed = false;
     const auto stage = [&](std::optional<std::string>& cached, const std::string& key, auto&& body) {
@@ -292,6 +317,13 @@ void run_pipeline(Engine::State& state, const PipelineSettings& settings, JobCon
     stage(cache.pca_key, pca_key, [&] { run_pca(state, settings, ctx); });
     if (settings.run_neighbors)
         stage(cache.neighbors_key, neighbors_key, [&] { run_neighbors(state, settings, ctx); });
+    // Stages after neighbors depend on it but not on each other: each has its own
+    // change flag starting from the neighbors stage's.
+    const bool after_neighbors = changed;
+    if (settings.run_umap) {
+        changed = after_neighbors;
+        stage(cache.umap_key, umap_key, [&] { run_umap(state, settings, ctx); });
+    }
 
     state.publish(build_snapshot(state, *data));
 }

@@ -257,6 +257,26 @@ void write_empty_dict(const h5::File& file, const std::string& group) {
     set_encoding(file, group, "dict", "0.1.0");
 }
 
+/// obsp: cells x cells graphs as csr_matrix groups (anndata 0.8 layout).
+void write_sparse_dict(const h5::File& file, const std::string& group, const std::map<std::string, CsrShard>& entries,
+                       std::int64_t num_cells, int gzip_level) {
+    write_empty_dict(file, group);
+    for (const auto& [key, graph] : entries) {
+        check_key(key, group.substr(1));
+        if (graph.num_rows() != num_cells || graph.num_genes != num_cells)
+            throw std::invalid_argument(group.substr(1) + "/" + key + " is " + std::to_string(graph.num_rows()) + " x " +
+                                        std::to_string(graph.num_genes) + "; expected " + std::to_string(num_cells) +
+                                        " x " + std::to_string(num_cells));
+        const std::string object = join(group, key);
+        file.create_group(object);
+        set_encoding(file, object, "csr_matrix", "0.1.0");
+        file.write_attribute(object, "shape", std::vector<std::int64_t>{num_cells, num_cells});
+        h5::write_array<float>(file, join(object, "data"), {graph.nnz()}, graph.values.data(), gzip_level);
+        h5::write_array<std::int32_t>(file, join(object, "indices"), {graph.nnz()}, graph.gene_indices.data(), gzip_level);
+        h5::write_array<std::int64_t>(file, join(object, "indptr"), {num_cells + 1}, graph.row_offsets.data(), gzip_level);
+    }
+}
+
 // Everything except X.
 void write_annotations(const h5::File& file, const Dataset& meta, const MatrixShape& shape, int gzip_level) {
     write_dataframe(file, "/obs", meta.obs, shape.num_cells, gzip_level);
@@ -264,7 +284,7 @@ void write_annotations(const h5::File& file, const Dataset& meta, const MatrixSh
     write_dense_dict(file, "/obsm", meta.obsm, gzip_level);
     write_dense_dict(file, "/varm", meta.varm, gzip_level);
     write_empty_dict(file, "/layers");
-    write_empty_dict(file, "/obsp");
+    write_sparse_dict(file, "/obsp", meta.obsp, shape.num_cells, gzip_level);
     write_empty_dict(file, "/varp");
     write_uns(file, "/uns", meta.uns.is_dict() ? meta.uns : UnsNode{});
 }

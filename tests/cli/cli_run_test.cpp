@@ -40,11 +40,15 @@ TEST(CliRun, WritesAnH5adThatAnndataReadsWithEveryPipelineOutput) {
     const auto report = (folder / "report.json").string();
     const auto csv = (folder / "csv").string();
     const auto result = run_command(cli + " run " + shell_quote(synthetic_input(1500)) +
-                                    " --recipe zheng17 --n-top-genes 300 --n-pcs 30 --devices cpu:2 --neighbors 15"
+                                    " --recipe zheng17 --n-top-genes 300 --n-pcs 30 --devices cpu:2 --neighbors 15 --umap"
                                     " --out " + shell_quote(out) + " --report " + shell_quote(report) +
                                     " --export-csv " + shell_quote(csv) + " 2>&1");
     ASSERT_EQ(result.exit_code, 0) << result.output;
     ASSERT_TRUE(std::filesystem::exists(out));
+    std::ifstream umap_csv(csv + "/umap.csv");
+    std::string header;
+    std::getline(umap_csv, header);
+    EXPECT_EQ(header, "Barcode,UMAP-1,UMAP-2");
 
     // The report lists every step with wall time, CPU time and peak RSS.
     std::ifstream stream(report);
@@ -55,7 +59,7 @@ TEST(CliRun, WritesAnH5adThatAnndataReadsWithEveryPipelineOutput) {
         EXPECT_GE(step["wall_seconds"].get<double>(), 0.0);
         EXPECT_GT(step["peak_rss_bytes"].get<std::int64_t>(), 0);
     }
-    for (const char* expected : {"read", "qc", "preprocess", "hvg", "scale", "pca", "neighbors", "export"})
+    for (const char* expected : {"read", "qc", "preprocess", "hvg", "scale", "pca", "neighbors", "umap", "export"})
         EXPECT_NE(std::find(steps.begin(), steps.end(), expected), steps.end()) << expected;
 
     FATHOM_REQUIRE_PYTHON("anndata", "numpy");
@@ -74,6 +78,11 @@ for column in ('total_counts', 'n_genes_by_counts', 'pct_counts_mt', 'n_counts_a
 hv = a.var['highly_variable'].values
 assert np.all(np.isfinite(a.var['mean'][hv])) and np.all(a.var['std'][hv] > 0)
 assert np.allclose(a.obs['total_counts'].values, np.asarray(a.X.sum(axis=1)).ravel())
+d, c = a.obsp['distances'], a.obsp['connectivities']
+assert d.shape == (1500, 1500) and np.all(np.diff(d.indptr) == 14), 'k-1 non-self neighbours per row'
+assert abs(c - c.T).max() < 1e-6 and c.max() <= 1 and c.diagonal().sum() == 0
+assert a.obsm['X_umap'].shape == (1500, 2) and np.isfinite(a.obsm['X_umap']).all()
+assert a.uns['neighbors']['connectivities_key'] == 'connectivities'
 print('ok')
 )", {out});
     EXPECT_EQ(check.exit_code, 0) << check.output;
