@@ -102,6 +102,16 @@ void check_meta(const Dataset& meta, const MatrixShape& shape) {
             throw std::invalid_argument("varm/" + key + " has " + std::to_string(matrix.rows()) + " rows; expected " +
                                         std::to_string(shape.num_genes) + " (one per gene)");
     }
+    for (const auto& [key, graph] : meta.obsp) {
+        check_key(key, "obsp");
+        if (graph.num_rows() != shape.num_cells || graph.num_genes != shape.num_cells)
+            throw std::invalid_argument("obsp/" + key + " is " + std::to_string(graph.num_rows()) + " x " +
+                                        std::to_string(graph.num_genes) + "; expected " +
+                                        std::to_string(shape.num_cells) + " x " + std::to_string(shape.num_cells));
+        if (graph.row_offsets.front() != 0 || static_cast<std::int64_t>(graph.gene_indices.size()) != graph.nnz() ||
+            static_cast<std::int64_t>(graph.values.size()) != graph.nnz())
+            throw std::invalid_argument("obsp/" + key + ": row offsets, indices and values disagree");
+    }
     check_uns(meta.uns, "uns");
 }
 
@@ -257,23 +267,29 @@ void write_empty_dict(const h5::File& file, const std::string& group) {
     set_encoding(file, group, "dict", "0.1.0");
 }
 
-/// obsp: cells x cells graphs as csr_matrix groups (anndata 0.8 layout).
+/// obsp: cells x cells graphs as csr_matrix groups (anndata 0.8 layout). Shapes are
+/// checked by check_meta before anything is written.
 void write_sparse_dict(const h5::File& file, const std::string& group, const std::map<std::string, CsrShard>& entries,
                        std::int64_t num_cells, int gzip_level) {
     write_empty_dict(file, group);
     for (const auto& [key, graph] : entries) {
-        check_key(key, group.substr(1));
-        if (graph.num_rows() != num_cells || graph.num_genes != num_cells)
-            throw std::invalid_argument(group.substr(1) + "/" + key + " is " + std::to_string(graph.num_rows()) + " x " +
-                                        std::to_string(graph.num_genes) + "; expected " + std::to_string(num_cells) +
-                                        " x " + std::to_string(num_cells));
         const std::string object = join(group, key);
         file.create_group(object);
         set_encoding(file, object, "csr_matrix", "0.1.0");
         file.write_attribute(object, "shape", std::vector<std::int64_t>{num_cells, num_cells});
         h5::write_array<float>(file, join(object, "data"), {graph.nnz()}, graph.values.data(), gzip_level);
-        h5::write_array<std::int32_t>(file, join(object, "indices"), {graph.nnz()}, graph.gene_indices.data(), gzip_level);
-        h5::write_array<std::int64_t>(file, join(object, "indptr"), {num_cells + 1}, graph.row_offsets.data(), gzip_level);
+        // indices and indptr share a dtype, as scipy pairs them (see CsrAppenderOptions::narrow_indptr).
+        if (graph.nnz() <= 2147483647LL) {
+            const std::vector<std::int32_t> indptr(graph.row_offsets.begin(), graph.row_offsets.end());
+            h5::write_array<std::int32_t>(file, join(object, "indices"), {graph.nnz()}, graph.gene_indices.data(),
+                                          gzip_level);
+            h5::write_array<std::int32_t>(file, join(object, "indptr"), {num_cells + 1}, indptr.data(), gzip_level);
+        } else {
+            const std::vector<std::int64_t> indices(graph.gene_indices.begin(), graph.gene_indices.end());
+            h5::write_array<std::int64_t>(file, join(object, "indices"), {graph.nnz()}, indices.data(), gzip_level);
+            h5::write_array<std::int64_t>(file, join(object, "indptr"), {num_cells + 1}, graph.row_offsets.data(),
+                                          gzip_level);
+        }
     }
 }
 

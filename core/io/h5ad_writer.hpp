@@ -21,11 +21,12 @@ struct H5adWriteOptions {
 /// in [0, 9]", "H5adWriteOptions::rows_per_block must be >= 1").
 void validate(const H5adWriteOptions& options);
 
-/// Writes `meta` (obs, var, obsm, varm, uns) and, when `matrix` is given and
+/// Writes `meta` (obs, var, obsm, varm, obsp, uns) and, when `matrix` is given and
 /// options.write_matrix, the matrix streamed block by block from `matrix` as CSR X
 /// (float32 data; chunked and extendible, so memory stays at one block). Index dtypes
 /// pair as scipy pairs them: int32 indices + int32 indptr when nnz < 2^31, else int64
-/// + int64 (anndata 0.8 + scipy 1.10 fail on int32 indices with an int64 indptr). Also writes the empty layers / obsp / varp groups anndata writes.
+/// + int64 (anndata 0.8 + scipy 1.10 fail on int32 indices with an int64 indptr).
+/// Also writes the empty layers / varp groups anndata writes.
 /// Throws std::invalid_argument (before anything is created) when the options are
 /// invalid or meta's tables disagree with the matrix shape. An obs or var table with
 /// no rows and no columns gets anndata's default index "0", "1", ... Throws

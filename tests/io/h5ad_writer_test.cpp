@@ -90,6 +90,14 @@ Dataset annotated_dataset() {
     meta.obsm["X_umap"] = umap;
     meta.varm["PCs"] = loadings;
 
+    // A symmetric 7 x 7 graph with an isolated cell (row 4).
+    CsrShard graph;
+    graph.num_genes = kCells;
+    graph.row_offsets = {0, 1, 3, 4, 5, 5, 6, 7};
+    graph.gene_indices = {1, 0, 2, 1, 6, 6, 3};
+    graph.values = {0.5f, 0.5f, 1.0f, 1.0f, 0.25f, 0.75f, 0.25f};
+    meta.obsp["connectivities"] = graph;
+
     meta.uns["neighbors"]["params"]["n_neighbors"] = UnsNode::leaf(std::int64_t{15});
     meta.uns["neighbors"]["params"]["method"] = UnsNode::leaf(std::string("umap"));
     meta.uns["pca"]["variance_ratio"] = UnsNode::leaf(std::vector<double>{0.5, 0.3, 0.2});
@@ -126,7 +134,9 @@ def describe(path):
            "obsm": {k: plain(np.asarray(v)) for k, v in a.obsm.items()},
            "obsm_dtypes": {k: str(np.asarray(v).dtype) for k, v in a.obsm.items()},
            "varm": {k: plain(np.asarray(v)) for k, v in a.varm.items()}, "uns": plain(a.uns),
-           "layers": list(a.layers.keys()), "obsp": list(a.obsp.keys()), "X_type": None}
+           "layers": list(a.layers.keys()), "obsp": list(a.obsp.keys()), "X_type": None,
+           "obsp_dense": {k: v.toarray().tolist() for k, v in a.obsp.items()},
+           "obsp_even_columns_sum": {k: float(v[:, np.arange(a.n_obs) % 2 == 0].sum()) for k, v in a.obsp.items()}}
     if a.X is not None:
         X = a.X
         out["X_type"] = type(X).__name__
@@ -272,7 +282,20 @@ TEST(H5adWriterRoundTrip, AnndataReadsBackEverything) {
         EXPECT_EQ(uns["counts"], json::array({1, 2, 3}));
         EXPECT_EQ(uns["matrix"], json::parse("[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]"));
         EXPECT_EQ(got["layers"], json::array());
-        EXPECT_EQ(got["obsp"], json::array());
+        EXPECT_EQ(got["obsp"], json::array({"connectivities"}));
+        const auto& graph = meta.obsp.at("connectivities");
+        std::vector<std::vector<float>> graph_dense(kCells, std::vector<float>(kCells, 0.0f));
+        double graph_even_sum = 0.0;
+        for (std::int64_t row = 0; row < kCells; ++row)
+            for (auto entry = graph.row_offsets[static_cast<std::size_t>(row)];
+                 entry < graph.row_offsets[static_cast<std::size_t>(row) + 1]; ++entry) {
+                const auto col = graph.gene_indices[static_cast<std::size_t>(entry)];
+                graph_dense[static_cast<std::size_t>(row)][static_cast<std::size_t>(col)] =
+                    graph.values[static_cast<std::size_t>(entry)];
+                if (col % 2 == 0) graph_even_sum += graph.values[static_cast<std::size_t>(entry)];
+            }
+        EXPECT_EQ(got["obsp_dense"]["connectivities"].get<std::vector<std::vector<float>>>(), graph_dense);
+        EXPECT_DOUBLE_EQ(got["obsp_even_columns_sum"]["connectivities"].get<double>(), graph_even_sum);
     }
 }
 
@@ -495,6 +518,14 @@ TEST(H5adWriterValidation, MismatchedMetaIsRejectedBeforeAnythingIsCreated) {
     Dataset bad_codes = annotated_dataset();
     bad_codes.obs.set("cell_type", CategoricalColumn{{0, 1, 5, 0, 0, 0, 0}, {"B", "T"}, false});
     EXPECT_THROW(write_h5ad(path, bad_codes, &source, {}), std::invalid_argument);
+    Dataset wrong_graph = annotated_dataset();
+    wrong_graph.obsp["distances"] = CsrShard{0, 3, {0, 0, 0, 0}, {}, {}};
+    try {
+        write_h5ad(path, wrong_graph, &source, {});
+        FAIL() << "expected invalid_argument";
+    } catch (const std::invalid_argument& error) {
+        EXPECT_NE(std::string(error.what()).find("obsp/distances"), std::string::npos) << error.what();
+    }
     Dataset slash = annotated_dataset();
     slash.uns["a/b"] = UnsNode::leaf(1.0);
     EXPECT_THROW(write_h5ad(path, slash, &source, {}), std::invalid_argument);
