@@ -1,0 +1,130 @@
+// PCA against a dense SVD of the standardised matrix: variances, ratios, scores and
+// loadings up to sign, and the svd_flip sign rule; clipped data; capping.
+#include <gtest/gtest.h>
+
+#include <Eigen/Dense>
+
+#include "core/algo/normalize.hpp"
+#include "core/algo/pca.hpp"
+#include "tests/algo/algo_helpers.hpp"
+
+namespace fathom::test {
+namespace {
+
+struct DensePca {
+    Eigen::VectorXd singular;   // descending
+    Eigen::MatrixXd u, v;
+    double total_variance = 0;
+};
+
+/// Dense reference: Z = standardise(X) (clipped), centred again, then a full SVD.
+DensePca dense_pca(const DenseMatrix<double>& dense, const ScaleResult& scaling) {
+    Eigen::MatrixXd z(dense.rows(), dense.cols());
+    for (std::int64_t cell = 0; cell < dense.rows(); ++cell)
+        for (std::int64_t gene = 0; gene < dense.cols(); ++gene) {
+            double value = (dense(cell, gene) - scaling.mean[static_cast<std::size_t>(gene)]) * scaling.inv_std[static_cast<std::size_t>(gene)];
+            if (scaling.max_value) value = std::min(value, *scaling.max_value);
+            if (scaling.min_value) value = std::max(value, *scaling.min_value);
+            z(cell, gene) = value;
+        }
+    z.rowwise() -= z.colwise().mean();
+    DensePca out;
+    out.total_variance = z.squaredNorm() / static_cast<double>(dense.rows() - 1);
+    Eigen::JacobiSVD<Eigen::MatrixXd> svd(z, Eigen::ComputeThinU | Eigen::ComputeThinV);
+    out.singular = svd.singularValues();
+    out.u = svd.matrixU();
+    out.v = svd.matrixV();
+    return out;
+}
+
+void check_against_dense(const PcaResult& result, const DensePca& reference, std::int64_t cells, int components) {
+    ASSERT_EQ(result.num_components, components);
+    ASSERT_EQ(result.scores.rows(), cells);
+    EXPECT_NEAR(result.total_variance, reference.total_variance, 1e-9 * reference.total_variance);
+    for (int component = 0; component < components; ++component) {
+        const double variance = reference.singular(component) * reference.singular(component) / static_cast<double>(cells - 1);
+        EXPECT_NEAR(result.variance[static_cast<std::size_t>(component)], variance, 1e-9 * variance);
+        EXPECT_NEAR(result.variance_ratio[static_cast<std::size_t>(component)], variance / reference.total_variance, 1e-10);
+        if (component > 0) {
+            EXPECT_LE(result.variance[static_cast<std::size_t>(component)], result.variance[static_cast<std::size_t>(component) - 1]);
+        }
+        // Scores = U S, up to sign; loadings = V.
+        double dot = 0, norm_ours = 0, norm_ref = 0, largest = -1, sign_of_largest = 0;
+        for (std::int64_t cell = 0; cell < cells; ++cell) {
+            const double ours = result.scores(cell, component);
+            const double ref = reference.u(cell, component) * reference.singular(component);
+            dot += ours * ref;
+            norm_ours += ours * ours;
+            norm_ref += ref * ref;
+            if (std::abs(ours) > largest) largest = std::abs(ours), sign_of_largest = ours;
+        }
+        EXPECT_GT(std::abs(dot) / std::sqrt(norm_ours * norm_ref), 1 - 1e-6) << component;
+        EXPECT_NEAR(norm_ours, norm_ref, 1e-5 * norm_ref);
+        EXPECT_GT(sign_of_largest, 0) << "svd_flip: the largest |score| is positive";
+        double loading_dot = 0;
+        for (std::int64_t gene = 0; gene < result.loadings.rows(); ++gene)
+            loading_dot += result.loadings(gene, component) * reference.v(gene, component);
+        EXPECT_GT(std::abs(loading_dot), 1 - 1e-6);
+    }
+}
+
+TEST(Pca, MatchesDenseSvdUnclipped) {
+    const auto whole = step_counts(41, 250, 40);
+    auto shards = simulated_set(whole, 3);
+    JobContext ctx;
+    log1p(shards, ctx);
+    const auto dense = to_dense(shards.to_host());
+    const auto scaling = scale(shards, ScaleOptions{}, ctx);
+    PcaOptions options;
+    options.num_components = 12;
+    const auto result = pca(shards, scaling, options, ctx);
+    check_against_dense(result, dense_pca(dense, scaling), dense.rows(), 12);
+}
+
+TEST(Pca, MatchesDenseSvdClipped) {
+    const auto whole = step_counts(42, 250, 40);
+    auto shards = simulated_set(whole, 2);
+    JobContext ctx;
+    log1p(shards, ctx);
+    const auto dense = to_dense(shards.to_host());
+    ScaleOptions clip;
+    clip.max_value = 1.5;  // clips a real share of the values, moving the means
+    clip.clip_below = true;
+    const auto scaling = scale(shards, clip, ctx);
+    PcaOptions options;
+    options.num_components = 8;
+    const auto result = pca(shards, scaling, options, ctx);
+    check_against_dense(result, dense_pca(dense, scaling), dense.rows(), 8);
+}
+
+TEST(Pca, CapsComponentsAndValidates) {
+    const auto whole = step_counts(43, 30, 10);
+    const auto shards = simulated_set(whole, 2);
+    JobContext ctx;
+    const auto scaling = scale(shards, ScaleOptions{}, ctx);
+    const auto result = pca(shards, scaling, PcaOptions{}, ctx);
+    EXPECT_EQ(result.num_components, 9);  // min(30, 10) - 1
+    EXPECT_EQ(result.loadings.cols(), 9);
+    PcaOptions bad;
+    bad.num_components = 0;
+    try {
+        validate(bad, shards.shape());
+        FAIL();
+    } catch (const std::invalid_argument& error) {
+        EXPECT_NE(std::string(error.what()).find("PcaOptions::num_components"), std::string::npos);
+    }
+    ScaleResult wrong = scaling;
+    wrong.mean.pop_back();
+    EXPECT_THROW(pca(shards, wrong, PcaOptions{}, ctx), std::invalid_argument);
+}
+
+TEST(Pca, StopsWhenCancelled) {
+    const auto shards = simulated_set(step_counts(), 2);
+    JobContext ctx;
+    const auto scaling = scale(shards, ScaleOptions{}, ctx);
+    ctx.cancel();
+    EXPECT_THROW(pca(shards, scaling, PcaOptions{}, ctx), Cancelled);
+}
+
+}  // namespace
+}  // namespace fathom::test
