@@ -1,0 +1,40 @@
+#pragma once
+/// Summary of the open dataset: file, format, cells, genes, nnz, memory, devices and the
+/// obs / var columns and obsm keys (from the engine's DatasetSummary).
+#include <QWidget>
+
+namespace fathom {
+struct DatasetSummary;
+}
+
+class QLabel;
+class QTreeWidget;
+
+namespace fathom::ui {
+
+/// Read-only view of a DatasetSummary.
+class DatasetPanel : public QWidget {
+    Q_OBJECT
+public:
+    explicit DatasetPanel(QWidget* parent = nullptr);
+    /// Shows `summary`; null clears the panel ("no dataset").
+    void setSummary(const DatasetSummary* summary);
+    /// The text of a summary row ("format", "cells", "genes", "nnz", "memory", "devices").
+    QString value(const QString& key) const;
+
+private:
+    QLabel* m_path = nullptr;
+    QLabel* m_format = nullptr;
+    QLabel* m_cells = nullptr;
+    QLabel* m_genes = nullptr;
+    QLabel* m_nnz = nullptr;
+    QLabel* m_counts = nullptr;
+    QLabel* m_memory = nullptr;
+    QLabel* m_devices = nullptr;
+    QTreeWidget* m_columns = nullptr;
+};
+
+/// "1.2 GiB", "850 MiB", "12 KiB".
+QString format_bytes(long long bytes);
+
+}  // namespace fathom::ui

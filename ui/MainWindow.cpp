@@ -1,0 +1,783 @@
+#include "ui/MainWindow.hpp"
+
+#include <QAction>
+#include <QApplication>
+#include <QCheckBox>
+#include <QCloseEvent>
+#include <QComboBox>
+#include <QCompleter>
+#include <QDateTime>
+#include <QDockWidget>
+#include <QDragEnterEvent>
+#include <QDropEvent>
+#include <QElapsedTimer>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QMenu>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QMimeData>
+#include <QPlainTextEdit>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QScrollArea>
+#include <QSettings>
+#include <QSlider>
+#include <QStatusBar>
+#include <QStringListModel>
+#include <QTabWidget>
+#include <QTimer>
+#include <QToolBar>
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "ui/DatasetPanel.hpp"
+#include "ui/JobWatcher.hpp"
+#include "ui/PipelinePanel.hpp"
+#include "ui/PlotView.hpp"
+
+namespace fathom::ui {
+
+namespace {
+
+constexpr int k_max_recent_files = 10;
+constexpr std::size_t k_max_categories = 1000;  // beyond this a string column is not a colouring
+const char* const k_recent_key = "recentFiles";
+
+QString seconds_text(double seconds) {
+    if (seconds < 0.0) return {};
+    if (seconds < 1.0) return QStringLiteral("%1 ms").arg(seconds * 1e3, 0, 'f', 0);
+    if (seconds < 90.0) return QStringLiteral("%1 s").arg(seconds, 0, 'f', 1);
+    return QStringLiteral("%1 min").arg(seconds / 60.0, 0, 'f', 1);
+}
+
+const char* failure_name(FailureKind kind) {
+    switch (kind) {
+        case FailureKind::None: return "none";
+        case FailureKind::Input: return "input";
+        case FailureKind::Option: return "option";
+        case FailureKind::Output: return "output";
+        case FailureKind::Device: return "device";
+        case FailureKind::Compute: return "compute";
+    }
+    return "compute";
+}
+
+}  // namespace
+
+struct MainWindow::Private {
+    EngineConfig config;
+    std::unique_ptr<Engine> engine;
+    bool interactive = true;
+    std::shared_ptr<const AnalysisSnapshot> snapshot = std::make_shared<AnalysisSnapshot>();
+    QString current_path;
+    QString embedding_key;
+    QString color_key;
+    bool color_chosen_by_user = false;
+    bool run_after_open = false;
+    std::uint64_t frame_sequence = 0;
+    std::uint64_t gene_request = 0;
+    QElapsedTimer gene_timer;
+
+    JobWatcher* watcher = nullptr;
+    PlotView* plot = nullptr;
+    PipelinePanel* pipeline = nullptr;
+    DatasetPanel* dataset = nullptr;
+    QPlainTextEdit* log = nullptr;
+    QProgressBar* progress = nullptr;
+    QLabel* status_label = nullptr;
+    QLabel* frame_label = nullptr;
+    QPushButton* status_cancel = nullptr;
+    QComboBox* color_combo = nullptr;
+    QLineEdit* gene_edit = nullptr;
+    QStringListModel* gene_names = nullptr;
+    QComboBox* embedding_combo = nullptr;
+    QComboBox* order_combo = nullptr;
+    QComboBox* density_combo = nullptr;
+    QSlider* size_slider = nullptr;
+    QCheckBox* size_auto = nullptr;
+    QSlider* opacity_slider = nullptr;
+    QComboBox* theme_combo = nullptr;
+    QMenu* recent_menu = nullptr;
+    QTimer* frame_timer = nullptr;
+    QElapsedTimer frame_label_clock;
+    bool busy = false;
+    bool updating_controls = false;
+};
+
+MainWindow::MainWindow(EngineConfig config, bool interactive, QWidget* parent)
+    : QMainWindow(parent), d(std::make_unique<Private>()) {
+    d->config = config;
+    d->interactive = interactive;
+    d->engine = std::make_unique<Engine>(config);
+    d->watcher = new JobWatcher(this);
+    setWindowTitle(QStringLiteral("Fathom"));
+    setAcceptDrops(true);
+
+    d->plot = new PlotView(this);
+    d->plot->setObjectName(QStringLiteral("plot"));
+    setCentralWidget(d->plot);
+    buildDocks();
+    buildToolbar();
+    buildMenus();
+
+    d->progress = new QProgressBar(this);
+    d->progress->setRange(0, 1000);
+    d->progress->setValue(0);
+    d->progress->setTextVisible(true);
+    d->progress->setFormat(tr("idle"));
+    d->progress->setMinimumWidth(260);
+    d->status_label = new QLabel(tr("Open a dataset (File > Open or drop a file)"), this);
+    d->frame_label = new QLabel(this);
+    d->status_cancel = new QPushButton(tr("Cancel"), this);
+    d->status_cancel->setEnabled(false);
+    statusBar()->addWidget(d->status_label, 1);
+    statusBar()->addPermanentWidget(d->frame_label);
+    statusBar()->addPermanentWidget(d->progress);
+    statusBar()->addPermanentWidget(d->status_cancel);
+    connect(d->status_cancel, &QPushButton::clicked, this, &MainWindow::cancelJobs);
+
+    connect(d->watcher, &JobWatcher::progressChanged, this, &MainWindow::onProgress);
+    connect(d->watcher, &JobWatcher::stageChanged, this, [this](const QString& label, const QString& stage) {
+        if (!stage.isEmpty() && label != QStringLiteral("gene")) log(QStringLiteral("%1: %2").arg(label, stage));
+    });
+    d->frame_timer = new QTimer(this);
+    d->frame_timer->setInterval(100);
+    connect(d->frame_timer, &QTimer::timeout, this, &MainWindow::pollEmbeddingFrame);
+    connect(d->plot, &PlotView::frameRendered, this, [this] {
+        if (d->frame_label_clock.isValid() && d->frame_label_clock.elapsed() < 250) return;
+        d->frame_label_clock.start();
+        const auto& stats = d->plot->stats();
+        const double ms = stats.frame_interval_ms > 0.0 ? stats.frame_interval_ms : stats.last_paint_ms;
+        d->frame_label->setText(tr("%1 / %2 cells  %3 ms")
+                                    .arg(QLocale(QLocale::English).toString(static_cast<qlonglong>(d->plot->visiblePoints())),
+                                         QLocale(QLocale::English).toString(static_cast<qlonglong>(d->plot->numPoints())))
+                                    .arg(ms, 0, 'f', 1));
+    });
+    resize(1280, 800);
+    log(tr("Fathom ready (devices %1)").arg(QString::fromStdString(config.devices)));
+}
+
+MainWindow::~MainWindow() {
+    // Stop polling first: destroying the engine cancels and joins its jobs.
+    d->frame_timer->stop();
+    d->watcher->cancelAll();
+}
+
+QString MainWindow::noDisplayMessage() {
+    return QStringLiteral(
+        "fathom: no display available (DISPLAY, WAYLAND_DISPLAY and QT_QPA_PLATFORM are unset).\n"
+        "The desktop explorer needs a display. For headless work use fathom-cli, e.g.\n"
+        "  fathom-cli info FILE\n"
+        "  fathom-cli run FILE --out result.h5ad\n"
+        "or run the explorer under a virtual display: xvfb-run -a fathom FILE ...");
+}
+
+// ---- construction -------------------------------------------------------------------
+
+void MainWindow::buildMenus() {
+    QMenu* file = menuBar()->addMenu(tr("&File"));
+    QAction* open = file->addAction(tr("&Open..."));
+    open->setShortcut(QKeySequence::Open);
+    connect(open, &QAction::triggered, this, [this] {
+        const QString path = QFileDialog::getOpenFileName(
+            this, tr("Open dataset"), QFileInfo(d->current_path).absolutePath(),
+            tr("Single-cell data (*.h5ad *.h5 *.mtx *.mtx.gz);;All files (*)"));
+        if (!path.isEmpty()) openFile(path);
+    });
+    QAction* open_folder = file->addAction(tr("Open 10x &folder..."));
+    connect(open_folder, &QAction::triggered, this, [this] {
+        const QString path = QFileDialog::getExistingDirectory(this, tr("Open Matrix Market folder"));
+        if (!path.isEmpty()) openFile(path);
+    });
+    d->recent_menu = file->addMenu(tr("Open &Recent"));
+    rebuildRecentMenu();
+    file->addSeparator();
+    QAction* export_action = file->addAction(tr("&Export h5ad..."));
+    connect(export_action, &QAction::triggered, this, [this] {
+        const QString path = QFileDialog::getSaveFileName(this, tr("Export analysis"), QString(), tr("h5ad (*.h5ad)"));
+        if (path.isEmpty()) return;
+        const JobHandle handle = d->engine->export_h5ad(path.toStdString(), false);
+        log(tr("export: writing %1").arg(path));
+        d->watcher->watch(handle, QStringLiteral("export"), [this, path](const JobStatus& status) {
+            if (status.state == JobState::Succeeded) log(tr("export: wrote %1").arg(path));
+            else reportFailure(tr("export"), status);
+        });
+    });
+    file->addSeparator();
+    QAction* quit = file->addAction(tr("&Quit"));
+    quit->setShortcut(QKeySequence::Quit);
+    connect(quit, &QAction::triggered, this, &QWidget::close);
+
+    QMenu* view = menuBar()->addMenu(tr("&View"));
+    QAction* reset = view->addAction(tr("&Reset view"));
+    reset->setShortcut(Qt::Key_Home);
+    connect(reset, &QAction::triggered, d->plot, &PlotView::resetView);
+    QAction* overlay = view->addAction(tr("Show &overlay"));
+    overlay->setCheckable(true);
+    overlay->setChecked(true);
+    connect(overlay, &QAction::toggled, d->plot, &PlotView::setOverlayVisible);
+    QMenu* analysis = menuBar()->addMenu(tr("&Analysis"));
+    QAction* run = analysis->addAction(tr("&Run pipeline"));
+    run->setShortcut(Qt::CTRL | Qt::Key_R);
+    connect(run, &QAction::triggered, this, [this] { runPipeline(); });
+    QAction* cancel = analysis->addAction(tr("&Cancel"));
+    cancel->setShortcut(Qt::Key_Escape);
+    connect(cancel, &QAction::triggered, this, &MainWindow::cancelJobs);
+}
+
+void MainWindow::buildToolbar() {
+    QToolBar* bar = addToolBar(tr("Plot"));
+    bar->setObjectName(QStringLiteral("plotToolbar"));
+    bar->setMovable(false);
+    bar->addWidget(new QLabel(tr(" Embedding "), this));
+    d->embedding_combo = new QComboBox(this);
+    d->embedding_combo->setMinimumContentsLength(8);
+    bar->addWidget(d->embedding_combo);
+    connect(d->embedding_combo, &QComboBox::currentTextChanged, this, [this](const QString& key) {
+        if (!d->updating_controls && !key.isEmpty()) showEmbedding(key);
+    });
+    bar->addWidget(new QLabel(tr("  Colour by "), this));
+    d->color_combo = new QComboBox(this);
+    d->color_combo->setMinimumContentsLength(14);
+    bar->addWidget(d->color_combo);
+    connect(d->color_combo, &QComboBox::currentIndexChanged, this, [this](int index) {
+        if (d->updating_controls || index < 0) return;
+        d->color_chosen_by_user = true;
+        colorBy(d->color_combo->itemData(index).toString());
+    });
+    d->gene_edit = new QLineEdit(this);
+    d->gene_edit->setPlaceholderText(tr("gene, e.g. CD3E"));
+    d->gene_edit->setClearButtonEnabled(true);
+    d->gene_edit->setMaximumWidth(160);
+    d->gene_names = new QStringListModel(this);
+    auto* completer = new QCompleter(d->gene_names, this);
+    completer->setCaseSensitivity(Qt::CaseInsensitive);
+    completer->setFilterMode(Qt::MatchStartsWith);
+    d->gene_edit->setCompleter(completer);
+    bar->addWidget(d->gene_edit);
+    connect(d->gene_edit, &QLineEdit::returnPressed, this, [this] {
+        const QString gene = d->gene_edit->text().trimmed();
+        if (gene.isEmpty()) return;
+        d->color_chosen_by_user = true;
+        colorBy(QStringLiteral("gene:") + gene);
+    });
+    bar->addSeparator();
+    bar->addWidget(new QLabel(tr(" Order "), this));
+    d->order_combo = new QComboBox(this);
+    d->order_combo->addItem(tr("file"), static_cast<int>(DrawOrder::File));
+    d->order_combo->addItem(tr("random"), static_cast<int>(DrawOrder::Random));
+    d->order_combo->addItem(tr("by value"), static_cast<int>(DrawOrder::ByValue));
+    bar->addWidget(d->order_combo);
+    connect(d->order_combo, &QComboBox::currentIndexChanged, this, [this](int index) {
+        d->plot->setDrawOrder(static_cast<DrawOrder>(d->order_combo->itemData(index).toInt()), 0);
+    });
+    bar->addWidget(new QLabel(tr(" Density "), this));
+    d->density_combo = new QComboBox(this);
+    d->density_combo->addItem(tr("auto"), static_cast<int>(PlotView::DensityMode::Auto));
+    d->density_combo->addItem(tr("on"), static_cast<int>(PlotView::DensityMode::On));
+    d->density_combo->addItem(tr("off"), static_cast<int>(PlotView::DensityMode::Off));
+    bar->addWidget(d->density_combo);
+    connect(d->density_combo, &QComboBox::currentIndexChanged, this, [this](int index) {
+        d->plot->setDensityMode(static_cast<PlotView::DensityMode>(d->density_combo->itemData(index).toInt()));
+    });
+    bar->addWidget(new QLabel(tr(" Size "), this));
+    d->size_auto = new QCheckBox(tr("auto"), this);
+    d->size_auto->setChecked(true);
+    bar->addWidget(d->size_auto);
+    d->size_slider = new QSlider(Qt::Horizontal, this);
+    d->size_slider->setRange(1, 20);
+    d->size_slider->setValue(3);
+    d->size_slider->setMaximumWidth(90);
+    d->size_slider->setEnabled(false);
+    bar->addWidget(d->size_slider);
+    connect(d->size_auto, &QCheckBox::toggled, this, [this](bool automatic) {
+        d->size_slider->setEnabled(!automatic);
+        if (automatic) d->plot->setAutoPointSize(true);
+        else d->plot->setPointSize(static_cast<float>(d->size_slider->value()));
+    });
+    connect(d->size_slider, &QSlider::valueChanged, this,
+            [this](int value) { d->plot->setPointSize(static_cast<float>(value)); });
+    bar->addWidget(new QLabel(tr(" Opacity "), this));
+    d->opacity_slider = new QSlider(Qt::Horizontal, this);
+    d->opacity_slider->setRange(5, 100);
+    d->opacity_slider->setValue(100);
+    d->opacity_slider->setMaximumWidth(90);
+    bar->addWidget(d->opacity_slider);
+    connect(d->opacity_slider, &QSlider::valueChanged, this,
+            [this](int value) { d->plot->setOpacity(static_cast<float>(value) / 100.0f); });
+    bar->addWidget(new QLabel(tr(" Theme "), this));
+    d->theme_combo = new QComboBox(this);
+    d->theme_combo->addItem(tr("dark"), static_cast<int>(PlotView::Theme::Dark));
+    d->theme_combo->addItem(tr("light"), static_cast<int>(PlotView::Theme::Light));
+    bar->addWidget(d->theme_combo);
+    connect(d->theme_combo, &QComboBox::currentIndexChanged, this, [this](int index) {
+        d->plot->setTheme(static_cast<PlotView::Theme>(d->theme_combo->itemData(index).toInt()));
+    });
+    QAction* reset = bar->addAction(tr("Reset view"));
+    connect(reset, &QAction::triggered, d->plot, &PlotView::resetView);
+    refreshColorChoices();
+}
+
+void MainWindow::buildDocks() {
+    auto* tabs = new QTabWidget(this);
+    d->pipeline = new PipelinePanel(this);
+    d->dataset = new DatasetPanel(this);
+    auto* scroll = new QScrollArea(this);  // the form scrolls when the window is short
+    scroll->setWidget(d->pipeline);
+    scroll->setWidgetResizable(true);
+    scroll->setFrameShape(QFrame::NoFrame);
+    tabs->addTab(scroll, tr("Pipeline"));
+    tabs->addTab(d->dataset, tr("Dataset"));
+    auto* left = new QDockWidget(tr("Analysis"), this);
+    left->setObjectName(QStringLiteral("analysisDock"));
+    left->setWidget(tabs);
+    left->setFeatures(QDockWidget::DockWidgetMovable | QDockWidget::DockWidgetFloatable);
+    left->setMinimumWidth(290);
+    addDockWidget(Qt::LeftDockWidgetArea, left);
+    connect(d->pipeline, &PipelinePanel::runRequested, this, [this] { runPipeline(); });
+    connect(d->pipeline, &PipelinePanel::cancelRequested, this, &MainWindow::cancelJobs);
+
+    d->log = new QPlainTextEdit(this);
+    d->log->setReadOnly(true);
+    d->log->setMaximumBlockCount(5000);
+    d->log->setObjectName(QStringLiteral("log"));
+    auto* bottom = new QDockWidget(tr("Log"), this);
+    bottom->setObjectName(QStringLiteral("logDock"));
+    bottom->setWidget(d->log);
+    bottom->setFeatures(QDockWidget::DockWidgetMovable | QDockWidget::DockWidgetFloatable);
+    addDockWidget(Qt::BottomDockWidgetArea, bottom);
+    resizeDocks({bottom}, {110}, Qt::Vertical);
+}
+
+// ---- accessors ----------------------------------------------------------------------
+
+PlotView* MainWindow::plotView() const { return d->plot; }
+PipelinePanel* MainWindow::pipelinePanel() const { return d->pipeline; }
+DatasetPanel* MainWindow::datasetPanel() const { return d->dataset; }
+JobWatcher* MainWindow::jobWatcher() const { return d->watcher; }
+Engine& MainWindow::engine() const { return *d->engine; }
+std::shared_ptr<const AnalysisSnapshot> MainWindow::snapshot() const { return d->snapshot; }
+QString MainWindow::embeddingKey() const { return d->embedding_key; }
+QString MainWindow::colorKey() const { return d->color_key; }
+QString MainWindow::logText() const { return d->log->toPlainText(); }
+bool MainWindow::busy() const { return d->busy; }
+
+void MainWindow::log(const QString& line) {
+    d->log->appendPlainText(QDateTime::currentDateTime().toString(QStringLiteral("HH:mm:ss  ")) + line);
+}
+
+void MainWindow::setBusy(bool busy) {
+    d->busy = busy;
+    d->pipeline->setRunning(busy);
+    d->status_cancel->setEnabled(busy);
+    if (!busy) {
+        d->progress->setValue(0);
+        d->progress->setFormat(tr("idle"));
+    }
+}
+
+void MainWindow::reportFailure(const QString& what, const JobStatus& status) {
+    if (status.state == JobState::Cancelled) {
+        log(tr("%1: cancelled").arg(what));
+        d->status_label->setText(tr("%1 cancelled").arg(what));
+        return;
+    }
+    const QString message = QString::fromStdString(status.message);
+    log(tr("%1 failed (%2): %3").arg(what, QString::fromUtf8(failure_name(status.failure)), message));
+    d->status_label->setText(tr("%1 failed: %2").arg(what, message));
+    if (d->interactive) QMessageBox::warning(this, tr("Fathom"), tr("%1 failed:\n%2").arg(what, message));
+}
+
+void MainWindow::onProgress(const QString& label, const JobStatus& status) {
+    if (label != QStringLiteral("open") && label != QStringLiteral("pipeline")) return;
+    if (status.finished()) return;
+    d->progress->setValue(static_cast<int>(std::lround(std::clamp(status.fraction, 0.0, 1.0) * 1000.0)));
+    QString text = QString::fromStdString(status.stage.empty() ? status.name : status.stage);
+    text += QStringLiteral("  %1%").arg(static_cast<int>(std::floor(status.fraction * 100.0)));
+    if (status.eta_seconds >= 0.0) text += tr("  ETA %1").arg(seconds_text(status.eta_seconds));
+    d->progress->setFormat(text);
+    if (!status.message.empty()) d->status_label->setText(QString::fromStdString(status.message));
+}
+
+// ---- jobs ---------------------------------------------------------------------------
+
+bool MainWindow::openFile(const QString& path) {
+    if (!QFileInfo::exists(path)) {
+        const QString message = tr("%1: no such file or folder").arg(path);
+        log(tr("open failed (input): %1").arg(message));
+        d->status_label->setText(message);
+        if (d->interactive) QMessageBox::warning(this, tr("Fathom"), message);
+        emit datasetOpened(false, message, static_cast<int>(FailureKind::Input));
+        return false;
+    }
+    d->watcher->cancel(QStringLiteral("pipeline"));
+    d->current_path = QFileInfo(path).absoluteFilePath();
+    d->frame_sequence = 0;
+    d->color_chosen_by_user = false;
+    log(tr("open: %1").arg(d->current_path));
+    setBusy(true);
+    const JobHandle handle = d->engine->open(d->current_path.toStdString());
+    d->watcher->watch(handle, QStringLiteral("open"), [this](const JobStatus& status) {
+        setBusy(d->watcher->isWatching(QStringLiteral("pipeline")));
+        if (status.state != JobState::Succeeded) {
+            reportFailure(tr("open"), status);
+            d->run_after_open = false;
+            emit datasetOpened(false, QString::fromStdString(status.message), static_cast<int>(status.failure));
+            return;
+        }
+        addRecentFile(d->current_path);
+        setWindowTitle(QStringLiteral("Fathom — %1").arg(QFileInfo(d->current_path).fileName()));
+        applySnapshot(false);
+        const auto& shape = d->snapshot->dataset->shape;
+        log(tr("opened %1: %2 cells x %3 genes in %4")
+                .arg(QFileInfo(d->current_path).fileName())
+                .arg(shape.num_cells)
+                .arg(shape.num_genes)
+                .arg(seconds_text(status.elapsed_seconds)));
+        d->status_label->setText(tr("%1 cells x %2 genes").arg(shape.num_cells).arg(shape.num_genes));
+        emit datasetOpened(true, QString(), 0);
+        if (d->run_after_open) {
+            d->run_after_open = false;
+            startPipelineJob();
+        }
+    });
+    return true;
+}
+
+bool MainWindow::runPipeline() {
+    const QString error = d->pipeline->validationError();
+    if (!error.isEmpty()) {
+        log(tr("run: %1").arg(error));
+        emit pipelineFinished(false, error, static_cast<int>(FailureKind::Option));
+        return false;
+    }
+    if (d->current_path.isEmpty() || !d->snapshot->dataset) {
+        const QString message = tr("run: no dataset is open");
+        log(message);
+        emit pipelineFinished(false, message, static_cast<int>(FailureKind::Option));
+        return false;
+    }
+    const std::string devices = d->pipeline->devices().toStdString();
+    if (devices != d->config.devices) {
+        // The device list is fixed when the engine is made: make a new one and reload.
+        try {
+            EngineConfig config{devices};
+            auto engine = std::make_unique<Engine>(config);
+            d->watcher->cancelAll();
+            d->frame_timer->stop();
+            d->engine = std::move(engine);
+            d->config = config;
+        } catch (const std::exception& failure) {
+            const QString message = QString::fromUtf8(failure.what());
+            log(tr("run: devices: %1").arg(message));
+            emit pipelineFinished(false, message, static_cast<int>(FailureKind::Option));
+            return false;
+        }
+        log(tr("devices changed to %1: reloading the dataset").arg(QString::fromStdString(devices)));
+        d->run_after_open = true;
+        return openFile(d->current_path);
+    }
+    startPipelineJob();
+    return true;
+}
+
+void MainWindow::startPipelineJob() {
+    JobHandle handle;
+    try {
+        handle = d->engine->run(d->pipeline->settings());
+    } catch (const std::exception& failure) {
+        const QString message = QString::fromUtf8(failure.what());
+        log(tr("run: %1").arg(message));
+        emit pipelineFinished(false, message, static_cast<int>(FailureKind::Option));
+        return;
+    }
+    log(tr("pipeline: started"));
+    setBusy(true);
+    d->frame_timer->start();
+    d->watcher->watch(handle, QStringLiteral("pipeline"), [this](const JobStatus& status) {
+        d->frame_timer->stop();
+        setBusy(d->watcher->isWatching(QStringLiteral("open")));
+        if (status.state != JobState::Succeeded) {
+            reportFailure(tr("pipeline"), status);
+            emit pipelineFinished(false, QString::fromStdString(status.message), static_cast<int>(status.failure));
+            return;
+        }
+        QStringList stages;
+        for (const StageTiming& timing : status.timings)
+            stages << QStringLiteral("%1 %2").arg(QString::fromStdString(timing.stage), seconds_text(timing.wall_seconds));
+        log(tr("pipeline: done in %1 (%2)").arg(seconds_text(status.elapsed_seconds), stages.join(QStringLiteral(", "))));
+        d->status_label->setText(tr("pipeline done in %1").arg(seconds_text(status.elapsed_seconds)));
+        applySnapshot(true);
+        emit pipelineFinished(true, QString(), 0);
+    });
+}
+
+void MainWindow::cancelJobs() {
+    if (d->watcher->activeCount() == 0) return;
+    log(tr("cancelling"));
+    d->watcher->cancelAll();
+}
+
+void MainWindow::pollEmbeddingFrame() {
+    const auto frame = d->engine->embedding_frame();
+    if (!frame || frame->sequence == d->frame_sequence || frame->coordinates.rows() == 0) return;
+    d->frame_sequence = frame->sequence;
+    const auto& coordinates = frame->coordinates;
+    const bool same_cells = coordinates.rows() == d->plot->numPoints();
+    // Positions only: PlotView re-uploads them in batches and keeps the colouring.
+    d->plot->setPositions(coordinates.data(), coordinates.rows(), coordinates.cols(),
+                          same_cells ? PlotView::FitPolicy::FitUnlessUserMoved : PlotView::FitPolicy::Fit);
+    if (!same_cells && d->snapshot->obs && d->snapshot->obs->num_rows() == coordinates.rows() && !d->color_key.isEmpty())
+        colorBy(d->color_key);
+    d->status_label->setText(tr("UMAP epoch %1 / %2").arg(frame->epoch).arg(frame->total_epochs));
+}
+
+// ---- snapshot -> widgets ----------------------------------------------------------------
+
+void MainWindow::applySnapshot(bool after_pipeline) {
+    d->snapshot = d->engine->snapshot();
+    const AnalysisSnapshot& snapshot = *d->snapshot;
+    d->dataset->setSummary(snapshot.dataset.get());
+    QStringList genes;
+    if (snapshot.var)
+        for (const std::string& name : snapshot.var->index()) genes << QString::fromStdString(name);
+    d->gene_names->setStringList(genes);
+
+    // Embedding: X_umap, else X_tsne, else X_pca, else any 2+ column obsm whose rows match.
+    const std::int64_t rows = snapshot.obs ? snapshot.obs->num_rows() : 0;
+    QStringList keys;
+    for (const auto& [key, matrix] : snapshot.obsm)
+        if (matrix && matrix->rows() == rows && matrix->cols() >= 2) keys << QString::fromStdString(key);
+    QString key = d->embedding_key;
+    if (after_pipeline && keys.contains(QStringLiteral("X_umap"))) key = QStringLiteral("X_umap");
+    if (!keys.contains(key)) {
+        key.clear();
+        for (const char* preferred : {"X_umap", "X_tsne", "X_pca"})
+            if (keys.contains(QString::fromUtf8(preferred))) {
+                key = QString::fromUtf8(preferred);
+                break;
+            }
+        if (key.isEmpty() && !keys.isEmpty()) key = keys.front();
+    }
+    d->updating_controls = true;
+    d->embedding_combo->clear();
+    d->embedding_combo->addItems(keys);
+    d->embedding_combo->setCurrentText(key);
+    d->updating_controls = false;
+    refreshColorChoices();
+    if (key.isEmpty()) {
+        d->embedding_key.clear();
+        d->plot->setPositions(std::vector<float>{});
+        log(tr("no 2-D embedding yet: run the pipeline"));
+        return;
+    }
+    showEmbedding(key);
+
+    // Colouring: keep the user's choice; after a run default to leiden.
+    QString color = d->color_key;
+    if ((!d->color_chosen_by_user || color.isEmpty()) && snapshot.obs && snapshot.obs->find("leiden"))
+        color = QStringLiteral("leiden");
+    if (color.startsWith(QStringLiteral("gene:")) || (snapshot.obs && snapshot.obs->find(color.toStdString())))
+        colorBy(color);
+    else
+        colorBy(QString());
+}
+
+bool MainWindow::showEmbedding(const QString& key) {
+    const auto it = d->snapshot->obsm.find(key.toStdString());
+    if (it == d->snapshot->obsm.end() || !it->second || it->second->cols() < 2) return false;
+    const DenseMatrix<float>& matrix = *it->second;
+    const bool same_cells = matrix.rows() == d->plot->numPoints();
+    const bool same_key = key == d->embedding_key;
+    d->plot->setPositions(matrix.data(), matrix.rows(), matrix.cols(),
+                          same_key && same_cells ? PlotView::FitPolicy::FitUnlessUserMoved : PlotView::FitPolicy::Fit);
+    d->embedding_key = key;
+    if (d->snapshot->obs && d->snapshot->obs->num_rows() == matrix.rows())
+        d->plot->setCellNames(std::shared_ptr<const std::vector<std::string>>(d->snapshot->obs, &d->snapshot->obs->index()));
+    if (!same_cells && !d->color_key.isEmpty()) colorBy(d->color_key);
+    return true;
+}
+
+void MainWindow::refreshColorChoices() {
+    d->updating_controls = true;
+    d->color_combo->clear();
+    d->color_combo->addItem(tr("(none)"), QString());
+    if (d->snapshot->obs) {
+        for (const Column& column : d->snapshot->obs->columns()) {
+            if (const auto* strings = std::get_if<StringColumn>(&column.data)) {
+                std::set<std::string> unique(strings->values.begin(), strings->values.end());
+                if (unique.size() > k_max_categories) continue;
+            }
+            const QString name = QString::fromStdString(column.name);
+            d->color_combo->addItem(QStringLiteral("%1  [%2]").arg(name, QString::fromUtf8(column.type_name())), name);
+        }
+    }
+    if (d->color_key.startsWith(QStringLiteral("gene:"))) d->color_combo->addItem(d->color_key, d->color_key);
+    const int at = d->color_combo->findData(d->color_key);
+    d->color_combo->setCurrentIndex(std::max(0, at));
+    d->updating_controls = false;
+}
+
+bool MainWindow::colorBy(const QString& key) {
+    PlotView* plot = d->plot;
+    const auto finish = [this](const QString& applied) {
+        d->color_key = applied;
+        d->updating_controls = true;
+        int at = d->color_combo->findData(applied);
+        if (at < 0 && applied.startsWith(QStringLiteral("gene:"))) {
+            d->color_combo->addItem(applied, applied);
+            at = d->color_combo->count() - 1;
+        }
+        d->color_combo->setCurrentIndex(std::max(0, at));
+        d->updating_controls = false;
+        emit coloringApplied(applied);
+    };
+    if (key.isEmpty()) {
+        plot->setUniformColor();
+        finish(QString());
+        return true;
+    }
+    if (key.startsWith(QStringLiteral("gene:"))) {
+        const QString gene = key.mid(5).trimmed();
+        if (gene.isEmpty() || !d->snapshot->dataset) {
+            emit coloringFailed(key, tr("no gene name or no dataset"));
+            return false;
+        }
+        d->watcher->cancel(QStringLiteral("gene"));  // the latest request wins
+        const std::uint64_t request = ++d->gene_request;
+        d->gene_timer.start();
+        const Pending<GeneValues> pending = d->engine->gene_values(gene.toStdString(), ValueLayer::LogNorm);
+        d->watcher->watch(pending.handle(), QStringLiteral("gene"), [this, pending, key, request, finish](const JobStatus& status) {
+            if (request != d->gene_request) return;  // superseded
+            const auto values = pending.value();
+            if (status.state != JobState::Succeeded || !values) {
+                if (status.state == JobState::Cancelled) return;
+                const QString message = QString::fromStdString(status.message);
+                log(tr("colour by %1 failed: %2").arg(key, message));
+                d->status_label->setText(message);
+                emit coloringFailed(key, message);
+                return;
+            }
+            if (static_cast<std::int64_t>(values->values.size()) != d->plot->numPoints()) {
+                const QString message = tr("%1 has %2 values for %3 cells in the plot")
+                                            .arg(key)
+                                            .arg(values->values.size())
+                                            .arg(d->plot->numPoints());
+                log(message);
+                emit coloringFailed(key, message);
+                return;
+            }
+            const double query_ms = static_cast<double>(d->gene_timer.nsecsElapsed()) * 1e-6;
+            d->plot->setContinuous(QStringLiteral("%1 (log-norm)").arg(QString::fromStdString(values->gene)), values->values);
+            log(tr("colour by %1: values in %2 ms").arg(key).arg(query_ms, 0, 'f', 1));
+            finish(key);
+        });
+        return true;
+    }
+    const Column* column = d->snapshot->obs ? d->snapshot->obs->find(key.toStdString()) : nullptr;
+    if (!column) {
+        log(tr("colour by: no obs column '%1'").arg(key));
+        emit coloringFailed(key, tr("no obs column '%1'").arg(key));
+        return false;
+    }
+    const std::int64_t rows = d->snapshot->obs->num_rows();
+    if (rows != plot->numPoints()) {
+        // No embedding for these cells yet: remember the choice for when one arrives.
+        d->color_key = key;
+        return true;
+    }
+    const auto stored = d->snapshot->colors.find(key.toStdString());
+    const std::vector<std::string>* stored_colors = stored == d->snapshot->colors.end() ? nullptr : &stored->second;
+    if (const auto* categorical = std::get_if<CategoricalColumn>(&column->data)) {
+        plot->setCategorical(key, categorical->codes, categorical->categories,
+                             category_colors(stored_colors, categorical->categories.size()));
+    } else if (const auto* flags = std::get_if<BoolColumn>(&column->data)) {
+        std::vector<std::int32_t> codes(flags->values.size());
+        for (std::size_t row = 0; row < codes.size(); ++row)
+            codes[row] = !flags->missing.empty() && flags->missing[row] ? -1 : flags->values[row] ? 1 : 0;
+        plot->setCategorical(key, std::move(codes), {"False", "True"}, category_colors(stored_colors, 2));
+    } else if (const auto* strings = std::get_if<StringColumn>(&column->data)) {
+        // pandas turns a string column into categories sorted lexicographically.
+        std::map<std::string, std::int32_t> index;
+        for (const std::string& value : strings->values) index.emplace(value, 0);
+        if (index.size() > k_max_categories) {
+            emit coloringFailed(key, tr("'%1' has more than %2 distinct values").arg(key).arg(k_max_categories));
+            return false;
+        }
+        std::vector<std::string> categories;
+        for (auto& [value, code] : index) {
+            code = static_cast<std::int32_t>(categories.size());
+            categories.push_back(value);
+        }
+        std::vector<std::int32_t> codes;
+        codes.reserve(strings->values.size());
+        for (const std::string& value : strings->values) codes.push_back(index[value]);
+        const std::size_t count = categories.size();
+        plot->setCategorical(key, std::move(codes), std::move(categories), category_colors(stored_colors, count));
+    } else if (const auto* integers = std::get_if<IntColumn>(&column->data)) {
+        std::vector<float> values(integers->values.size());
+        for (std::size_t row = 0; row < values.size(); ++row)
+            values[row] = !integers->missing.empty() && integers->missing[row] ? NAN : static_cast<float>(integers->values[row]);
+        plot->setContinuous(key, std::move(values));
+    } else if (const auto* numbers = std::get_if<FloatColumn>(&column->data)) {
+        std::vector<float> values(numbers->values.begin(), numbers->values.end());
+        plot->setContinuous(key, std::move(values));
+    }
+    finish(key);
+    return true;
+}
+
+// ---- recent files, drag and drop ------------------------------------------------------
+
+QStringList MainWindow::recentFiles() const {
+    return QSettings(QStringLiteral("Fathom"), QStringLiteral("Fathom")).value(QString::fromUtf8(k_recent_key)).toStringList();
+}
+
+void MainWindow::addRecentFile(const QString& path) {
+    QSettings settings(QStringLiteral("Fathom"), QStringLiteral("Fathom"));
+    QStringList files = settings.value(QString::fromUtf8(k_recent_key)).toStringList();
+    files.removeAll(path);
+    files.prepend(path);
+    while (files.size() > k_max_recent_files) files.removeLast();
+    settings.setValue(QString::fromUtf8(k_recent_key), files);
+    rebuildRecentMenu();
+}
+
+void MainWindow::rebuildRecentMenu() {
+    d->recent_menu->clear();
+    const QStringList files = recentFiles();
+    for (const QString& path : files) {
+        QAction* action = d->recent_menu->addAction(QFileInfo(path).fileName());
+        action->setToolTip(path);
+        action->setData(path);
+        connect(action, &QAction::triggered, this, [this, path] { openFile(path); });
+    }
+    d->recent_menu->setEnabled(!files.isEmpty());
+}
+
+void MainWindow::dragEnterEvent(QDragEnterEvent* event) {
+    const QMimeData* mime = event->mimeData();
+    if (mime->hasUrls() && !mime->urls().isEmpty() && mime->urls().front().isLocalFile()) event->acceptProposedAction();
+}
+
+void MainWindow::dropEvent(QDropEvent* event) {
+    const QMimeData* mime = event->mimeData();
+    if (!mime->hasUrls() || mime->urls().isEmpty()) return;
+    const QString path = mime->urls().front().toLocalFile();
+    if (path.isEmpty()) return;
+    event->acceptProposedAction();
+    openFile(path);
+}
+
+void MainWindow::closeEvent(QCloseEvent* event) {
+    d->watcher->cancelAll();
+    QMainWindow::closeEvent(event);
+}
+
+}  // namespace fathom::ui

@@ -1,0 +1,111 @@
+#pragma once
+/// The application window: File > Open (dialog, drag and drop, recent files, command
+/// line), dataset and pipeline panels, Run / Cancel, progress with stage and ETA, a log,
+/// a status bar, and the embedding plot with its colouring controls.
+///
+/// Talks to the engine only through core/engine/Engine.hpp; every engine call returns a
+/// handle at once and JobWatcher reports back on the GUI thread, so the window keeps
+/// repainting and panning while long jobs run.
+#include <QMainWindow>
+#include <QString>
+#include <memory>
+
+#include "core/engine/Engine.hpp"
+
+class QComboBox;
+class QLabel;
+class QLineEdit;
+class QMenu;
+class QPlainTextEdit;
+class QProgressBar;
+class QPushButton;
+class QSlider;
+class QCheckBox;
+class QTimer;
+
+namespace fathom::ui {
+
+class DatasetPanel;
+class JobWatcher;
+class PipelinePanel;
+class PlotView;
+
+/// Main window of `fathom`.
+class MainWindow : public QMainWindow {
+    Q_OBJECT
+public:
+    /// `interactive` = false suppresses modal dialogs (scripted runs and tests):
+    /// errors then go to the log and the status bar only.
+    explicit MainWindow(EngineConfig config = {}, bool interactive = true, QWidget* parent = nullptr);
+    ~MainWindow() override;
+
+    /// Starts opening `path` (cancels a running pipeline first). False when the path
+    /// does not exist (reported like any other open failure).
+    bool openFile(const QString& path);
+    /// Runs the pipeline with the form's settings (recreating the engine first when the
+    /// device list changed). False when the settings do not validate or no dataset is open.
+    bool runPipeline();
+    /// Cancels every running job.
+    void cancelJobs();
+    /// Colours the plot by an obs column ("leiden") or a gene ("gene:CD3E"); "" = uniform.
+    /// Gene values arrive asynchronously (coloringApplied / coloringFailed).
+    /// False when the key is unknown.
+    bool colorBy(const QString& key);
+    /// Shows obsm[key] (first two columns) in the plot. False when absent.
+    bool showEmbedding(const QString& key);
+
+    PlotView* plotView() const;
+    PipelinePanel* pipelinePanel() const;
+    DatasetPanel* datasetPanel() const;
+    JobWatcher* jobWatcher() const;
+    Engine& engine() const;
+    /// The latest engine snapshot the window shows (never null).
+    std::shared_ptr<const AnalysisSnapshot> snapshot() const;
+    /// The obsm key the plot shows ("" when none).
+    QString embeddingKey() const;
+    /// The colouring key last applied.
+    QString colorKey() const;
+    /// Log text (one line per event).
+    QString logText() const;
+    /// Recent files (most recent first), from QSettings.
+    QStringList recentFiles() const;
+    /// Whether an open or pipeline job is running.
+    bool busy() const;
+
+    /// The widget-level message shown when no display is available (`fathom` prints it).
+    static QString noDisplayMessage();
+
+signals:
+    /// An open job ended: ok, or the error message and FailureKind (as int).
+    void datasetOpened(bool ok, const QString& message, int failure);
+    /// A pipeline job ended (Cancelled counts as not ok, failure None).
+    void pipelineFinished(bool ok, const QString& message, int failure);
+    /// A colouring is on screen (for genes: once the values arrived).
+    void coloringApplied(const QString& key);
+    void coloringFailed(const QString& key, const QString& message);
+
+protected:
+    void dragEnterEvent(QDragEnterEvent* event) override;
+    void dropEvent(QDropEvent* event) override;
+    void closeEvent(QCloseEvent* event) override;
+
+private:
+    void buildMenus();
+    void buildToolbar();
+    void buildDocks();
+    void log(const QString& line);
+    void reportFailure(const QString& what, const JobStatus& status);
+    void onProgress(const QString& label, const JobStatus& status);
+    void applySnapshot(bool after_pipeline);
+    void refreshColorChoices();
+    void pollEmbeddingFrame();
+    void addRecentFile(const QString& path);
+    void rebuildRecentMenu();
+    void setBusy(bool busy);
+    void startPipelineJob();
+
+    struct Private;
+    std::unique_ptr<Private> d;
+};
+
+}  // namespace fathom::ui

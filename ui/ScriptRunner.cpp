@@ -1,0 +1,195 @@
+#include "ui/ScriptRunner.hpp"
+
+#include <QElapsedTimer>
+#include <QFileInfo>
+#include <QImageWriter>
+#include <QPixmap>
+#include <QRegularExpression>
+#include <QTimer>
+
+#include "ui/MainWindow.hpp"
+#include "ui/PlotView.hpp"
+
+namespace fathom::ui {
+
+namespace {
+
+// Exit codes shared with fathom-cli (STYLE.md): 0 ok, 2 usage, 3 input, 4 compute, 5 device.
+int exit_code_of(int failure) {
+    switch (static_cast<FailureKind>(failure)) {
+        case FailureKind::Input: return 3;
+        case FailureKind::Option: return 2;
+        case FailureKind::Output: return 4;
+        case FailureKind::Device: return 5;
+        default: return 4;
+    }
+}
+
+constexpr int k_picture_timeout_ms = 120000;
+
+}  // namespace
+
+QString script_usage() {
+    return QStringLiteral(
+        "usage: fathom [FILE] [--run] [--color-by KEY|gene:NAME] [--screenshot OUT.png] [--size WxH]\n"
+        "              [--devices cpu:N|cuda:0,...]\n"
+        "  FILE             dataset to open (h5ad, 10x h5, Matrix Market folder)\n"
+        "  --run            run the analysis pipeline after opening\n"
+        "  --color-by KEY   colour by an obs column (e.g. leiden) or gene:NAME\n"
+        "  --screenshot P   write the window's picture to P (PNG) and exit\n"
+        "  --size WxH       window size, e.g. 1400x900\n"
+        "  --devices D      where the matrix shards live (default cpu:1)\n");
+}
+
+std::optional<ScriptOptions> parse_script_options(const QStringList& arguments, QString* error) {
+    ScriptOptions options;
+    auto fail = [&](const QString& message) -> std::optional<ScriptOptions> {
+        if (error) *error = message;
+        return std::nullopt;
+    };
+    for (int index = 0; index < arguments.size(); ++index) {
+        const QString& argument = arguments[index];
+        auto value = [&](const char* option) -> std::optional<QString> {
+            if (index + 1 >= arguments.size()) return std::nullopt;
+            (void)option;
+            return arguments[++index];
+        };
+        if (argument == QStringLiteral("--help") || argument == QStringLiteral("-h")) {
+            options.show_help = true;
+        } else if (argument == QStringLiteral("--run")) {
+            options.run = true;
+        } else if (argument == QStringLiteral("--color-by")) {
+            const auto text = value("--color-by");
+            if (!text || text->isEmpty()) return fail(QStringLiteral("--color-by expects KEY or gene:NAME"));
+            options.color_by = *text;
+        } else if (argument == QStringLiteral("--screenshot")) {
+            const auto text = value("--screenshot");
+            if (!text || text->isEmpty()) return fail(QStringLiteral("--screenshot expects a file name"));
+            options.screenshot = *text;
+        } else if (argument == QStringLiteral("--size")) {
+            const auto text = value("--size");
+            static const QRegularExpression pattern(QStringLiteral("^(\\d+)[xX](\\d+)$"));
+            const auto match = text ? pattern.match(*text) : QRegularExpressionMatch();
+            if (!text || !match.hasMatch())
+                return fail(QStringLiteral("--size expects WxH (e.g. 1280x800), got '%1'").arg(text ? *text : QString()));
+            const int width = match.captured(1).toInt(), height = match.captured(2).toInt();
+            if (width < 200 || height < 150 || width > 10000 || height > 10000)
+                return fail(QStringLiteral("--size %1: each side must be in [200, 10000] x [150, 10000]").arg(*text));
+            options.size = QSize(width, height);
+        } else if (argument == QStringLiteral("--devices")) {
+            const auto text = value("--devices");
+            if (!text || text->isEmpty()) return fail(QStringLiteral("--devices expects cpu, cpu:N or cuda:0,..."));
+            options.devices = *text;
+        } else if (argument.startsWith(QStringLiteral("-")) && argument.size() > 1) {
+            return fail(QStringLiteral("unknown option %1").arg(argument));
+        } else if (options.path.isEmpty()) {
+            options.path = argument;
+        } else {
+            return fail(QStringLiteral("unexpected argument '%1' (one FILE only)").arg(argument));
+        }
+    }
+    if (!options.screenshot.isEmpty() && options.path.isEmpty())
+        return fail(QStringLiteral("--screenshot needs a FILE to open"));
+    if ((options.run || !options.color_by.isEmpty()) && options.path.isEmpty())
+        return fail(QStringLiteral("--run and --color-by need a FILE to open"));
+    if (!options.screenshot.isEmpty() && !options.screenshot.endsWith(QStringLiteral(".png"), Qt::CaseInsensitive))
+        return fail(QStringLiteral("--screenshot %1: only PNG is written (use a .png name)").arg(options.screenshot));
+    return options;
+}
+
+ScriptRunner::ScriptRunner(MainWindow& window, ScriptOptions options, QObject* parent)
+    : QObject(parent), m_window(window), m_options(std::move(options)) {
+    m_poll = new QTimer(this);
+    m_poll->setInterval(20);
+    connect(m_poll, &QTimer::timeout, this, &ScriptRunner::waitForPicture);
+}
+
+bool ScriptRunner::exitsWhenDone() const { return !m_options.screenshot.isEmpty(); }
+
+void ScriptRunner::fail(int exit_code, const QString& message) {
+    if (m_done) return;
+    m_done = true;
+    m_poll->stop();
+    emit finished(exit_code, message);
+}
+
+void ScriptRunner::start() {
+    connect(&m_window, &MainWindow::datasetOpened, this, [this](bool ok, const QString& message, int failure) {
+        if (m_done) return;
+        if (!ok) return fail(exit_code_of(failure), QStringLiteral("cannot open %1: %2").arg(m_options.path, message));
+        afterOpen();
+    }, Qt::SingleShotConnection);
+    if (!m_window.openFile(m_options.path)) return;  // datasetOpened(false) already reported it
+}
+
+void ScriptRunner::afterOpen() {
+    if (!m_options.run) return afterPipeline();
+    connect(&m_window, &MainWindow::pipelineFinished, this, [this](bool ok, const QString& message, int failure) {
+        if (m_done) return;
+        if (!ok) return fail(failure == 0 ? 130 : exit_code_of(failure), QStringLiteral("pipeline failed: %1").arg(message));
+        afterPipeline();
+    }, Qt::SingleShotConnection);
+    m_window.runPipeline();
+}
+
+void ScriptRunner::afterPipeline() {
+    if (m_options.color_by.isEmpty()) return afterColoring();
+    const QString key = m_options.color_by;
+    auto applied = std::make_shared<QMetaObject::Connection>();
+    auto failed = std::make_shared<QMetaObject::Connection>();
+    *applied = connect(&m_window, &MainWindow::coloringApplied, this, [this, key, applied, failed](const QString& done) {
+        if (done != key || m_done) return;
+        disconnect(*applied);
+        disconnect(*failed);
+        afterColoring();
+    });
+    *failed = connect(&m_window, &MainWindow::coloringFailed, this,
+                      [this, key, applied, failed](const QString& wanted, const QString& message) {
+                          if (wanted != key || m_done) return;
+                          disconnect(*applied);
+                          disconnect(*failed);
+                          fail(2, QStringLiteral("--color-by %1: %2").arg(key, message));
+                      });
+    if (!m_window.colorBy(key)) {
+        if (!m_done) fail(2, QStringLiteral("--color-by %1: no such obs column (or no dataset)").arg(key));
+    }
+}
+
+void ScriptRunner::afterColoring() {
+    if (!exitsWhenDone()) {
+        m_done = true;
+        emit finished(0, QString());
+        return;
+    }
+    m_settle_frames = 0;
+    m_poll->start();
+}
+
+void ScriptRunner::waitForPicture() {
+    if (!m_waited.isValid()) m_waited.start();
+    PlotView* plot = m_window.plotView();
+    // Every point uploaded, then two more frames so that the overlay (legend) has settled.
+    if (!plot->uploadComplete() && plot->numPoints() > 0) {
+        plot->update();
+        if (m_waited.elapsed() > k_picture_timeout_ms) fail(4, QStringLiteral("the plot did not finish uploading"));
+        return;
+    }
+    if (m_settle_frames < 3) {
+        ++m_settle_frames;
+        plot->grabFramebuffer();
+        return;
+    }
+    m_poll->stop();
+    writePicture();
+}
+
+void ScriptRunner::writePicture() {
+    const QPixmap picture = m_window.grab();
+    if (picture.isNull()) return fail(4, QStringLiteral("could not grab the window"));
+    const QString path = m_options.screenshot;
+    if (!picture.save(path, "PNG")) return fail(4, QStringLiteral("cannot write %1").arg(QFileInfo(path).absoluteFilePath()));
+    m_done = true;
+    emit finished(0, QStringLiteral("wrote %1 (%2x%3)").arg(path).arg(picture.width()).arg(picture.height()));
+}
+
+}  // namespace fathom::ui
