@@ -403,6 +403,8 @@ GramResult CpuBackend::gram(GeneBlock genes, const Standardization& standardizat
             fill_tile(m_shard, begin, rows, map, standardization, zero_value, tile, block_size);
             partial.rows += rows;
             for (std::int64_t local = 0; local < rows; ++local) {
+                // A dense row costs block^2 / 2 multiply-adds: check every row.
+                ctx.checkpoint();
                 const double* z = tile.data() + static_cast<std::size_t>(local) * block;
                 for (std::size_t a = 0; a < block; ++a) {
                     const double z_a = z[a];

@@ -163,6 +163,55 @@ TEST_P(Zheng17Fidelity, MatchesScanpy) {
               << " (signed " << min_signed << ")\n";
 }
 
+/// Shard-count invariance on real data: 2, 3 and 7 shards against 1.
+class Zheng17ShardInvariance : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(Zheng17ShardInvariance, AgreesWithOneShard) {
+    const std::string name = GetParam();
+    FATHOM_REQUIRE_PATH(reference_dir(name) / "meta.json");
+    const auto meta = load_reference(name);
+    JobContext ctx;
+    Loaded input = load_input(meta, 1, ctx);
+    const CsrShard whole = input.shards.shard(0).to_host();
+    Zheng17Options options;
+    options.num_top_genes = meta["params"]["recipe_zheng17"]["n_top_genes"].get<std::int64_t>();
+    auto run = [&](int shards) {
+        ShardSet set = ShardSet::make_cpu(split_into_shards(whole, plan_row_ranges(whole.row_offsets, shards)));
+        return recipe_zheng17(set, options, ctx);
+    };
+    const Zheng17Result reference = run(1);
+    for (int shards : {2, 3, 7}) {
+        const Zheng17Result other = run(shards);
+        EXPECT_EQ(other.hvg_genes, reference.hvg_genes) << shards;
+        double mean = 0, std = 0, ratio = 0, scores = 0;
+        for (std::size_t gene = 0; gene < reference.scaling.mean.size(); ++gene) {
+            mean = std::max(mean, relative_difference(reference.scaling.mean[gene], other.scaling.mean[gene]));
+            std = std::max(std, relative_difference(reference.scaling.std[gene], other.scaling.std[gene]));
+        }
+        for (std::size_t component = 0; component < reference.pca->variance_ratio.size(); ++component)
+            ratio = std::max(ratio, relative_difference(reference.pca->variance_ratio[component], other.pca->variance_ratio[component]));
+        for (std::int64_t component = 0; component < 10; ++component) {
+            double largest = 0, difference = 0;
+            for (std::int64_t cell = 0; cell < reference.pca->scores.rows(); ++cell) {
+                largest = std::max(largest, std::abs(static_cast<double>(reference.pca->scores(cell, component))));
+                difference = std::max(difference, std::abs(static_cast<double>(reference.pca->scores(cell, component)) -
+                                                           other.pca->scores(cell, component)));
+            }
+            scores = std::max(scores, difference / largest);
+        }
+        EXPECT_LE(mean, 1e-6);
+        EXPECT_LE(std, 1e-6);
+        EXPECT_LE(ratio, 1e-6);
+        EXPECT_LE(scores, 1e-5) << "float32 scores of PC1-10, relative to the largest score";
+        std::cout << "[shards] " << name << " 1 vs " << shards << ": mean " << mean << ", std " << std << ", variance_ratio "
+                  << ratio << ", PC1-10 scores " << scores << "\n";
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(References, Zheng17ShardInvariance,
+                         ::testing::Values("scanpy_10x_v3_chr21", "scanpy_neurons10k_1000genes"),
+                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
+
 INSTANTIATE_TEST_SUITE_P(References, Zheng17Fidelity, ::testing::ValuesIn(zheng17_reference_names()),
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
