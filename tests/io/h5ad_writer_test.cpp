@@ -69,7 +69,7 @@ Dataset annotated_dataset() {
     meta.obs.set("passed", BoolColumn{{1, 0, 1, 1, 0, 0, 1}, {0, 0, 1, 0, 0, 0, 0}});
     // 200 categories: pandas stores the codes as int16.
     CategoricalColumn many;
-    for (int index = 0; index < 200; ++index) many.categories.push_back("c" + std::to_string(index));
+    for (int index = 0; index < 200; ++index) many.categories.push_back(std::string("c").append(std::to_string(index)));
     many.codes = {0, 199, 150, 3, 4, 5, 128};
     meta.obs.set("many", many);
 

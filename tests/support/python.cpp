@@ -51,8 +51,13 @@ CommandResult run_python(const std::string& script, const std::vector<std::strin
         std::ofstream out(path);
         out << script;
     }
-    std::string command = "/usr/bin/python3 " + shell_quote(path.string());
-    for (const auto& arg : args) command += " " + shell_quote(arg);
+    // Built by appending: GCC 12 warns falsely (-Wrestrict, bug 105329) on "literal" + string&&.
+    std::string command = "/usr/bin/python3 ";
+    command += shell_quote(path.string());
+    for (const auto& arg : args) {
+        command += ' ';
+        command += shell_quote(arg);
+    }
     auto result = run_command(command + " 2>&1");
     std::filesystem::remove(path);
     return result;
