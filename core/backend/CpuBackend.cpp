@@ -1,7 +1,9 @@
 #include "core/backend/CpuBackend.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 #include <string>
 
@@ -181,11 +183,39 @@ void fill_tile(const CsrShard& shard, std::int64_t begin, std::int64_t rows, con
 }  // namespace
 
 CpuBackend::CpuBackend(CsrShard shard, int index) : m_shard(std::move(shard)), m_index(index) {
-    try {
-        m_shard.check_invariants();
-    } catch (const std::logic_error& error) {
-        throw std::invalid_argument("CpuBackend " + name() + ": " + error.what());
-    }
+    // CsrShard::check_invariants, with the per-entry part in parallel: every primitive
+    // indexes per-gene arrays with the stored gene indices, so they must be in range.
+    const auto fail = [this](const std::string& problem) {
+        throw std::invalid_argument("CpuBackend " + name() + ": " + problem);
+    };
+    if (m_shard.row_offsets.empty() || m_shard.row_offsets.front() != 0) fail("row_offsets must start at 0");
+    if (m_shard.num_genes < 0 || m_shard.num_genes > std::numeric_limits<std::int32_t>::max())
+        fail("num_genes is outside [0, 2^31)");
+    const auto total = m_shard.row_offsets.back();
+    if (static_cast<std::int64_t>(m_shard.gene_indices.size()) != total || static_cast<std::int64_t>(m_shard.values.size()) != total)
+        fail("gene_indices/values size != row_offsets.back()");
+    for (std::size_t row = 0; row + 1 < m_shard.row_offsets.size(); ++row)
+        if (m_shard.row_offsets[row + 1] < m_shard.row_offsets[row]) fail("row_offsets decrease at row " + std::to_string(row));
+    std::atomic<std::int64_t> bad_row{-1};
+    tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, m_shard.num_rows(), 1024), [&](const tbb::blocked_range<std::int64_t>& range) {
+        for (auto row = range.begin(); row < range.end(); ++row) {
+            const auto begin = m_shard.row_offsets[static_cast<std::size_t>(row)];
+            const auto end = m_shard.row_offsets[static_cast<std::size_t>(row) + 1];
+            for (auto entry = begin; entry < end; ++entry) {
+                const auto gene = m_shard.gene_indices[static_cast<std::size_t>(entry)];
+                if (gene < 0 || gene >= m_shard.num_genes ||
+                    (entry > begin && gene <= m_shard.gene_indices[static_cast<std::size_t>(entry) - 1])) {
+                    // Keep the smallest bad row so the message does not depend on timing.
+                    std::int64_t seen = bad_row.load();
+                    while ((seen < 0 || row < seen) && !bad_row.compare_exchange_weak(seen, row)) {
+                    }
+                    return;
+                }
+            }
+        }
+    });
+    if (bad_row.load() >= 0)
+        fail("gene indices out of range or not strictly increasing in row " + std::to_string(bad_row.load()));
 }
 
 std::string CpuBackend::name() const { return "cpu:" + std::to_string(m_index); }

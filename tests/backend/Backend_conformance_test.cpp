@@ -406,6 +406,25 @@ TEST_P(BackendConformance, EmptyShardGivesEmptyOrZeroResults) {
     EXPECT_EQ(mutable_backend->num_genes(), 7);
 }
 
+TEST_P(BackendConformance, RejectsMalformedShards) {
+    auto out_of_range = simulated(41, 20, 6);
+    ASSERT_GT(out_of_range.nnz(), 0);
+    out_of_range.gene_indices.back() = 6;
+    EXPECT_THROW(make(out_of_range), std::invalid_argument);
+    auto unsorted = simulated(41, 20, 6);
+    for (std::int64_t row = 0; row < unsorted.num_rows(); ++row) {
+        const auto begin = unsorted.row_offsets[static_cast<std::size_t>(row)];
+        if (unsorted.row_offsets[static_cast<std::size_t>(row) + 1] - begin >= 2) {
+            std::swap(unsorted.gene_indices[static_cast<std::size_t>(begin)], unsorted.gene_indices[static_cast<std::size_t>(begin) + 1]);
+            break;
+        }
+    }
+    EXPECT_THROW(make(unsorted), std::invalid_argument);
+    auto short_values = simulated(41, 20, 6);
+    short_values.values.pop_back();
+    EXPECT_THROW(make(short_values), std::invalid_argument);
+}
+
 TEST_P(BackendConformance, CloneIsIndependent) {
     const auto shard = simulated(31);
     auto backend = make(shard);
