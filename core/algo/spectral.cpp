@@ -1,0 +1,358 @@
+#include "core/algo/spectral.hpp"
+
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+
+#include <Eigen/Dense>
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <random>
+#include <stdexcept>
+#include <string>
+
+#include "core/engine/JobContext.hpp"
+
+namespace fathom {
+
+namespace {
+
+using Matrix = Eigen::MatrixXd;
+using Vector = Eigen::VectorXd;
+
+/// A symmetric weighted graph on local vertex numbers 0 .. n-1.
+struct LocalGraph {
+    std::int64_t num_vertices = 0;
+    std::vector<std::int64_t> offsets{0};
+    std::vector<std::int32_t> columns;
+    std::vector<double> weights;
+};
+
+/// The subgraph induced by the cells of one component (all edges stay inside it).
+LocalGraph induced_subgraph(const CsrGraph& graph, const std::vector<std::int64_t>& cells,
+                            const std::vector<std::int32_t>& local_index) {
+    LocalGraph local;
+    local.num_vertices = static_cast<std::int64_t>(cells.size());
+    local.offsets.reserve(cells.size() + 1);
+    for (const std::int64_t cell : cells) {
+        const auto columns = graph.row_indices(cell);
+        const auto values = graph.row_values(cell);
+        for (std::size_t entry = 0; entry < columns.size(); ++entry) {
+            local.columns.push_back(local_index[static_cast<std::size_t>(columns[entry])]);
+            local.weights.push_back(values[entry]);
+        }
+        local.offsets.push_back(static_cast<std::int64_t>(local.columns.size()));
+    }
+    return local;
+}
+
+/// y = D^-1/2 W D^-1/2 x: the operator whose largest eigenpairs are the smallest of
+/// the normalised Laplacian I - D^-1/2 W D^-1/2 (same eigenvectors). Rows in parallel,
+/// each summed in a fixed order: deterministic for any thread count.
+class NormalizedAdjacency {
+public:
+    explicit NormalizedAdjacency(const LocalGraph& graph) : m_graph(graph), m_scale(static_cast<std::size_t>(graph.num_vertices)) {
+        for (std::int64_t vertex = 0; vertex < graph.num_vertices; ++vertex) {
+            double degree = 0.0;
+            for (auto entry = graph.offsets[static_cast<std::size_t>(vertex)]; entry < graph.offsets[static_cast<std::size_t>(vertex) + 1]; ++entry)
+                degree += graph.weights[static_cast<std::size_t>(entry)];
+            m_scale[static_cast<std::size_t>(vertex)] = degree > 0.0 ? 1.0 / std::sqrt(degree) : 0.0;
+        }
+    }
+    std::int64_t size() const noexcept { return m_graph.num_vertices; }
+    void apply(const double* x, double* y) const {
+        tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, m_graph.num_vertices, 4096),
+                          [&](const tbb::blocked_range<std::int64_t>& range) {
+                              for (std::int64_t vertex = range.begin(); vertex != range.end(); ++vertex) {
+                                  double sum = 0.0;
+                                  for (auto entry = m_graph.offsets[static_cast<std::size_t>(vertex)];
+                                       entry < m_graph.offsets[static_cast<std::size_t>(vertex) + 1]; ++entry) {
+                                      const auto column = static_cast<std::size_t>(m_graph.columns[static_cast<std::size_t>(entry)]);
+                                      sum += m_graph.weights[static_cast<std::size_t>(entry)] * m_scale[column] * x[column];
+                                  }
+                                  y[vertex] = sum * m_scale[static_cast<std::size_t>(vertex)];
+                              }
+                          });
+    }
+    /// Dense I - D^-1/2 W D^-1/2 (small components only).
+    Matrix dense_laplacian() const {
+        const auto n = m_graph.num_vertices;
+        Matrix laplacian = Matrix::Identity(n, n);
+        for (std::int64_t vertex = 0; vertex < n; ++vertex)
+            for (auto entry = m_graph.offsets[static_cast<std::size_t>(vertex)]; entry < m_graph.offsets[static_cast<std::size_t>(vertex) + 1]; ++entry) {
+                const auto column = m_graph.columns[static_cast<std::size_t>(entry)];
+                laplacian(vertex, column) -= m_graph.weights[static_cast<std::size_t>(entry)] * m_scale[static_cast<std::size_t>(vertex)] *
+                                             m_scale[static_cast<std::size_t>(column)];
+            }
+        return laplacian;
+    }
+
+private:
+    const LocalGraph& m_graph;
+    std::vector<double> m_scale;
+};
+
+/// The `count` smallest-eigenvalue eigenvectors of the normalised Laplacian,
+/// eigenvalue order, as columns.
+struct Eigenvectors {
+    Matrix vectors;
+    bool converged = true;
+    int restarts = 0;
+};
+
+/// Largest `wanted` eigenpairs of the symmetric operator by Krylov-Schur (thick-restart
+/// Lanczos with full re-orthogonalisation). Start vector: all ones (umap's v0).
+Eigenvectors largest_eigenvectors(const NormalizedAdjacency& op, int wanted, int basis_size, double tolerance,
+                                  int max_restarts, std::uint64_t seed, JobContext& ctx) {
+    const std::int64_t n = op.size();
+    const int m = basis_size;
+    Matrix basis(n, m + 1);
+    Matrix projected = Matrix::Zero(m, m);
+    basis.col(0).setConstant(1.0 / std::sqrt(static_cast<double>(n)));
+    std::mt19937_64 generator(seed ^ 0x5bd1e995u);
+    std::normal_distribution<double> normal;
+    Vector w(n);
+    int kept = 0;
+    double beta = 0.0;
+    Eigenvectors result;
+    for (int restart = 0;; ++restart) {
+        for (int column = kept; column < m; ++column) {
+            ctx.checkpoint();
+            op.apply(basis.col(column).data(), w.data());
+            const auto previous = basis.leftCols(column + 1);
+            Vector coefficients = previous.transpose() * w;
+            w.noalias() -= previous * coefficients;
+            const Vector correction = previous.transpose() * w;  // second Gram-Schmidt pass (DGKS)
+            w.noalias() -= previous * correction;
+            coefficients += correction;
+            projected.col(column).head(column + 1) = coefficients;
+            beta = w.norm();
+            if (beta < 1e-12) {
+                // Invariant subspace: continue from a fresh direction orthogonal to the basis;
+                // the coupling to it is zero.
+                for (std::int64_t row = 0; row < n; ++row) w[row] = normal(generator);
+                for (int pass = 0; pass < 2; ++pass) w.noalias() -= previous * (previous.transpose() * w);
+                basis.col(column + 1) = w / w.norm();
+                beta = 0.0;
+            } else {
+                basis.col(column + 1) = w / beta;
+            }
+        }
+        // Rayleigh-Ritz on the symmetrised projection (upper triangle was filled).
+        const Matrix symmetric = projected.selfadjointView<Eigen::Upper>();
+        Eigen::SelfAdjointEigenSolver<Matrix> solver(symmetric);
+        const Vector& values = solver.eigenvalues();  // ascending
+        const Matrix& vectors = solver.eigenvectors();
+        // Descending order.
+        Matrix ritz(m, m);
+        Vector thetas(m);
+        for (int index = 0; index < m; ++index) {
+            ritz.col(index) = vectors.col(m - 1 - index);
+            thetas[index] = values[m - 1 - index];
+        }
+        bool converged = true;
+        for (int index = 0; index < wanted; ++index)
+            converged = converged && std::fabs(beta * ritz(m - 1, index)) <= tolerance;
+        if (converged || restart >= max_restarts) {
+            result.vectors = basis.leftCols(m) * ritz.leftCols(wanted);
+            result.converged = converged;
+            result.restarts = restart;
+            return result;
+        }
+        ctx.report(static_cast<double>(restart + 1) / static_cast<double>(max_restarts + 1));
+        // Thick restart: keep the best `kept` Ritz vectors and the residual direction.
+        kept = std::clamp(wanted + (m - wanted) / 2, wanted + 1, m - 1);
+        const Matrix kept_vectors = basis.leftCols(m) * ritz.leftCols(kept);
+        const Vector residual = basis.col(m);
+        basis.leftCols(kept) = kept_vectors;
+        basis.col(kept) = residual;
+        projected.setZero();
+        for (int index = 0; index < kept; ++index) projected(index, index) = thetas[index];
+        // projected(i, kept) = beta * ritz(m - 1, i) is recomputed by the next projection.
+    }
+}
+
+/// The eigenvectors of the 2nd..(dim+1)-th smallest eigenvalues of the normalised
+/// Laplacian of one connected graph, umap's `eigenvectors[:, order[1:k]]`.
+Eigenvectors laplacian_layout(const LocalGraph& graph, int dim, const SpectralOptions& options, JobContext& ctx) {
+    const NormalizedAdjacency op(graph);
+    const std::int64_t n = graph.num_vertices;
+    const int k = dim + 1;
+    // umap: num_lanczos_vectors = max(2k + 1, int(sqrt(n))). Capped so that the basis
+    // stays within about 320 MB for millions of cells.
+    int basis_size = std::max(2 * k + 1, static_cast<int>(std::min<double>(std::sqrt(static_cast<double>(n)), 64.0)));
+    basis_size = std::max<int>(2 * k + 2, std::min<std::int64_t>(basis_size, 40'000'000 / std::max<std::int64_t>(n, 1)));
+    Eigenvectors result;
+    if (n <= 400 || basis_size + 1 >= n) {
+        Eigen::SelfAdjointEigenSolver<Matrix> solver(op.dense_laplacian());
+        result.vectors = solver.eigenvectors().middleCols(1, dim);
+        return result;
+    }
+    result = largest_eigenvectors(op, k, basis_size, options.tolerance, options.max_restarts, options.seed, ctx);
+    result.vectors = Matrix(result.vectors.rightCols(dim));
+    return result;
+}
+
+/// Makes every column's largest-magnitude entry positive (the solver's sign is arbitrary;
+/// this keeps layouts reproducible across solvers).
+void fix_signs(Matrix& vectors) {
+    for (Eigen::Index column = 0; column < vectors.cols(); ++column) {
+        Eigen::Index at = 0;
+        vectors.col(column).cwiseAbs().maxCoeff(&at);
+        if (vectors(at, column) < 0) vectors.col(column) *= -1.0;
+    }
+}
+
+/// umap 0.5.3 component_layout: where to put each component. sklearn's
+/// SpectralEmbedding(affinity='precomputed') of the centroids' exp(-d^2) affinities,
+/// then divided by its maximum.
+Matrix component_layout(const DenseMatrix<float>& data, const std::vector<std::int32_t>& labels, int num_components,
+                        int dim, std::mt19937_64& generator) {
+    Matrix meta(num_components, dim);
+    if (data.empty()) {
+        // umap without data: np.random.random((n_components, dim)) * 10.
+        std::uniform_real_distribution<double> uniform(0.0, 10.0);
+        for (Eigen::Index index = 0; index < meta.size(); ++index) meta.data()[index] = uniform(generator);
+        return meta;
+    }
+    Matrix centroids = Matrix::Zero(num_components, data.cols());
+    std::vector<double> counts(static_cast<std::size_t>(num_components), 0.0);
+    for (std::int64_t cell = 0; cell < data.rows(); ++cell) {
+        const auto label = labels[static_cast<std::size_t>(cell)];
+        counts[static_cast<std::size_t>(label)] += 1.0;
+        for (std::int64_t feature = 0; feature < data.cols(); ++feature) centroids(label, feature) += data(cell, feature);
+    }
+    for (int label = 0; label < num_components; ++label) centroids.row(label) /= counts[static_cast<std::size_t>(label)];
+    Matrix affinity(num_components, num_components);
+    for (int a = 0; a < num_components; ++a)
+        for (int b = 0; b < num_components; ++b) affinity(a, b) = std::exp(-(centroids.row(a) - centroids.row(b)).squaredNorm());
+    // scipy's laplacian(normed=True) ignores the diagonal; isolated nodes get degree 1.
+    affinity.diagonal().setZero();
+    Vector root_degree = affinity.rowwise().sum().cwiseSqrt();
+    for (Eigen::Index index = 0; index < root_degree.size(); ++index)
+        if (root_degree[index] == 0.0) root_degree[index] = 1.0;
+    Matrix laplacian = -(root_degree.cwiseInverse().asDiagonal() * affinity * root_degree.cwiseInverse().asDiagonal());
+    laplacian.diagonal().setOnes();
+    Eigen::SelfAdjointEigenSolver<Matrix> solver(laplacian);
+    // sklearn: embedding = eigenvectors / dd, deterministic sign flip, drop the first.
+    Matrix embedding = root_degree.cwiseInverse().asDiagonal() * solver.eigenvectors().leftCols(dim + 1);
+    fix_signs(embedding);
+    meta = embedding.rightCols(dim);
+    meta /= meta.maxCoeff();
+    return meta;
+}
+
+}  // namespace
+
+void validate(const SpectralOptions& options) {
+    const auto fail = [](const std::string& message) { throw std::invalid_argument("SpectralOptions::" + message); };
+    if (options.num_components < 1) fail("num_components must be >= 1, got " + std::to_string(options.num_components));
+    if (!(options.tolerance > 0.0)) fail("tolerance must be > 0");
+    if (options.max_restarts < 1) fail("max_restarts must be >= 1");
+}
+
+std::vector<std::int32_t> connected_components(const CsrGraph& graph, int* count) {
+    std::vector<std::int32_t> labels(static_cast<std::size_t>(graph.num_cells), -1);
+    std::vector<std::int64_t> stack;
+    int next = 0;
+    for (std::int64_t start = 0; start < graph.num_cells; ++start) {
+        if (labels[static_cast<std::size_t>(start)] >= 0) continue;
+        labels[static_cast<std::size_t>(start)] = next;
+        stack.push_back(start);
+        while (!stack.empty()) {
+            const std::int64_t cell = stack.back();
+            stack.pop_back();
+            for (const auto other : graph.row_indices(cell))
+                if (labels[static_cast<std::size_t>(other)] < 0) {
+                    labels[static_cast<std::size_t>(other)] = next;
+                    stack.push_back(other);
+                }
+        }
+        ++next;
+    }
+    if (count) *count = next;
+    return labels;
+}
+
+SpectralResult spectral_layout(const CsrGraph& graph, const DenseMatrix<float>& data, const SpectralOptions& options,
+                               JobContext& ctx) {
+    validate(options);
+    check_csr_graph(graph, "spectral_layout graph");
+    if (!data.empty() && data.rows() != graph.num_cells)
+        throw std::invalid_argument("spectral_layout: data has " + std::to_string(data.rows()) + " rows; the graph has " +
+                                    std::to_string(graph.num_cells) + " cells");
+    const int dim = options.num_components;
+    const std::int64_t num_cells = graph.num_cells;
+    SpectralResult result;
+    result.coordinates = DenseMatrix<double>(num_cells, dim);
+    std::mt19937_64 generator(options.seed);
+    int num_components = 0;
+    const auto labels = connected_components(graph, &num_components);
+    result.num_graph_components = num_components;
+
+    std::vector<std::vector<std::int64_t>> members(static_cast<std::size_t>(num_components));
+    for (std::int64_t cell = 0; cell < num_cells; ++cell) members[static_cast<std::size_t>(labels[static_cast<std::size_t>(cell)])].push_back(cell);
+    std::vector<std::int32_t> local_index(static_cast<std::size_t>(num_cells));
+    for (const auto& cells : members)
+        for (std::size_t position = 0; position < cells.size(); ++position)
+            local_index[static_cast<std::size_t>(cells[position])] = static_cast<std::int32_t>(position);
+
+    if (num_components == 1) {
+        const LocalGraph local = induced_subgraph(graph, members[0], local_index);
+        Eigenvectors layout = laplacian_layout(local, dim, options, ctx);
+        fix_signs(layout.vectors);
+        result.converged = layout.converged;
+        result.restarts = layout.restarts;
+        for (std::int64_t cell = 0; cell < num_cells; ++cell)
+            for (int column = 0; column < dim; ++column) result.coordinates(cell, column) = layout.vectors(cell, column);
+        return result;
+    }
+
+    // umap 0.5.3 multi_component_layout.
+    Matrix meta;
+    if (num_components > 2 * dim) {
+        meta = component_layout(data, labels, num_components, dim, generator);
+    } else {
+        const int half = (num_components + 1) / 2;
+        Matrix base = Matrix::Zero(half, dim);
+        for (int index = 0; index < half; ++index) base(index, index) = 1.0;
+        meta = Matrix(num_components, dim);
+        for (int label = 0; label < num_components; ++label)
+            meta.row(label) = label < half ? base.row(label) : Matrix(-base.row(label - half));
+    }
+    for (int label = 0; label < num_components; ++label) {
+        ctx.checkpoint();
+        const auto& cells = members[static_cast<std::size_t>(label)];
+        double nearest = std::numeric_limits<double>::infinity();
+        for (int other = 0; other < num_components; ++other) {
+            const double distance = (meta.row(label) - meta.row(other)).norm();
+            if (distance > 0.0) nearest = std::min(nearest, distance);
+        }
+        const double data_range = std::isfinite(nearest) ? nearest / 2.0 : 1.0;
+        const auto size = static_cast<std::int64_t>(cells.size());
+        const auto place_randomly = [&] {
+            std::uniform_real_distribution<double> uniform(-data_range, data_range);
+            for (const std::int64_t cell : cells)
+                for (int column = 0; column < dim; ++column) result.coordinates(cell, column) = uniform(generator) + meta(label, column);
+        };
+        if (size < 2 * dim || size <= dim + 1) {
+            place_randomly();
+            continue;
+        }
+        const LocalGraph local = induced_subgraph(graph, cells, local_index);
+        Eigenvectors layout = laplacian_layout(local, dim, options, ctx);
+        fix_signs(layout.vectors);
+        result.converged = result.converged && layout.converged;
+        result.restarts += layout.restarts;
+        const double largest = layout.vectors.cwiseAbs().maxCoeff();
+        const double expansion = largest > 0.0 ? data_range / largest : 1.0;
+        for (std::size_t position = 0; position < cells.size(); ++position)
+            for (int column = 0; column < dim; ++column)
+                result.coordinates(cells[position], column) =
+                    layout.vectors(static_cast<Eigen::Index>(position), column) * expansion + meta(label, column);
+    }
+    return result;
+}
+
+}  // namespace fathom

@@ -1,0 +1,54 @@
+#pragma once
+/// Spectral initialisation of UMAP, as umap-learn 0.5.3 `spectral_layout`: the
+/// eigenvectors of the 2nd..(dim+1)-th smallest eigenvalues of the symmetric
+/// normalised Laplacian L = I - D^-1/2 W D^-1/2 of the (pruned) fuzzy graph, with
+/// `multi_component_layout` when the graph is not connected.
+#include <cstdint>
+
+#include "core/algo/knn_graph.hpp"
+#include "core/types/DenseMatrix.hpp"
+
+namespace fathom {
+
+class JobContext;
+
+/// Options of the spectral layout.
+struct SpectralOptions {
+    int num_components = 2;          ///< output dimensions (umap's dim); >= 1
+    /// Residual tolerance of each Ritz pair, ||M x - theta x|| <= tolerance with
+    /// M = D^-1/2 W D^-1/2 (umap passes tol=1e-4 to eigsh); > 0.
+    double tolerance = 1e-4;
+    /// Restarts of the Krylov-Schur (thick-restart Lanczos) solver before giving up
+    /// on a component; >= 1.
+    int max_restarts = 300;
+    std::uint64_t seed = 0;          ///< random placement of tiny components and of failures
+};
+
+/// Throws std::invalid_argument naming the field.
+void validate(const SpectralOptions& options);
+
+/// The layout and how it was obtained.
+struct SpectralResult {
+    DenseMatrix<double> coordinates;   ///< cells x num_components (not yet scaled by UMAP)
+    int num_graph_components = 0;      ///< connected components of the graph
+    /// True when every component's eigensolve reached the tolerance. umap falls back to
+    /// a random layout when ARPACK does not converge; we keep the best Ritz vectors
+    /// found (a better start than noise) and report it here.
+    bool converged = true;
+    int restarts = 0;                  ///< solver restarts, summed over components
+};
+
+/// umap-learn 0.5.3 spectral_layout(data, graph, dim, random_state). `data` (cells x
+/// features, e.g. X_pca) is only used to place components relative to each other
+/// when there are more than 2 * dim of them (component_layout: spectral embedding
+/// of the centroids' exp(-d^2) affinities); it may be empty, then umap's
+/// data-free fallback (uniform random meta positions in [0, 10)) is used.
+/// Deterministic for a seed whatever the number of threads.
+SpectralResult spectral_layout(const CsrGraph& graph, const DenseMatrix<float>& data, const SpectralOptions& options,
+                               JobContext& ctx);
+
+/// Connected components of a symmetric graph: label per cell in [0, count), numbered
+/// in order of each component's smallest cell (as scipy's connected_components).
+std::vector<std::int32_t> connected_components(const CsrGraph& graph, int* count);
+
+}  // namespace fathom

@@ -1,0 +1,481 @@
+#include "core/algo/umap.hpp"
+
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <limits>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include "core/algo/spectral.hpp"
+#include "core/engine/JobContext.hpp"
+
+namespace fathom {
+
+namespace {
+
+// ---- find_ab_params ------------------------------------------------------------
+
+double curve_value(double x, double a, double b) { return 1.0 / (1.0 + a * std::pow(x, 2.0 * b)); }
+
+double fit_cost(const std::vector<double>& xs, const std::vector<double>& ys, double a, double b) {
+    double cost = 0.0;
+    for (std::size_t index = 0; index < xs.size(); ++index) {
+        const double residual = curve_value(xs[index], a, b) - ys[index];
+        cost += residual * residual;
+    }
+    return cost;
+}
+
+// ---- random numbers ------------------------------------------------------------
+
+/// splitmix64: seeds and keyed streams.
+constexpr std::uint64_t mix64(std::uint64_t value) noexcept {
+    value += 0x9e3779b97f4a7c15ULL;
+    value = (value ^ (value >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    value = (value ^ (value >> 27)) * 0x94d049bb133111ebULL;
+    return value ^ (value >> 31);
+}
+
+/// A small fast generator (xorshift64*) for negative sampling; umap uses its own
+/// Tausworthe generator (tau_rand_int), whose stream we do not reproduce.
+class SampleRng {
+public:
+    explicit SampleRng(std::uint64_t seed) noexcept : m_state(mix64(seed) | 1ULL) {}
+    /// Uniform integer in [0, bound).
+    std::int64_t below(std::int64_t bound) noexcept {
+        m_state ^= m_state >> 12;
+        m_state ^= m_state << 25;
+        m_state ^= m_state >> 27;
+        const std::uint64_t bits = (m_state * 0x2545F4914F6CDD1DULL) >> 32;
+        return static_cast<std::int64_t>((bits * static_cast<std::uint64_t>(bound)) >> 32);
+    }
+
+private:
+    std::uint64_t m_state;
+};
+
+std::uint64_t stream_key(std::uint64_t seed, std::uint64_t epoch, std::uint64_t item) noexcept {
+    return mix64(mix64(seed ^ 0x6a09e667f3bcc909ULL) ^ mix64(epoch * 0x100000001b3ULL + 0x3c6ef372fe94f82bULL) ^ item);
+}
+
+// ---- the SGD -------------------------------------------------------------------
+
+/// umap's clip(): gradients limited to [-4, 4].
+inline float clip4(float value) noexcept { return value > 4.0f ? 4.0f : (value < -4.0f ? -4.0f : value); }
+
+/// The optimisation problem: edges (head -> tail) in CSR order with their sampling schedule.
+struct Layout {
+    std::int64_t num_vertices = 0;
+    int dim = 2;
+    std::vector<std::int64_t> offsets;      ///< pruned CSR row offsets (head = row)
+    std::vector<std::int32_t> head;         ///< per edge
+    std::vector<std::int32_t> tail;         ///< per edge
+    std::vector<double> epochs_per_sample;  ///< per edge
+    std::vector<double> epochs_per_negative_sample;
+    std::vector<double> next_sample;        ///< epoch_of_next_sample
+    std::vector<double> next_negative;      ///< epoch_of_next_negative_sample
+    float a = 0, b = 0, gamma = 1;
+    int negative_sample_rate = 5;
+};
+
+/// Attractive gradient coefficient of umap: -2ab d^(2(b-1)) / (1 + a d^(2b)), 0 at d = 0.
+inline float attraction(float dist_squared, float a, float b) noexcept {
+    if (!(dist_squared > 0.0f)) return 0.0f;
+    const float power = std::pow(dist_squared, b);
+    return -2.0f * a * b * (power / dist_squared) / (a * power + 1.0f);
+}
+
+/// Repulsive gradient coefficient: 2 gamma b / ((0.001 + d^2)(1 + a d^(2b))).
+inline float repulsion(float dist_squared, float a, float b, float gamma) noexcept {
+    const float power = std::pow(dist_squared, b);
+    return 2.0f * gamma * b / ((0.001f + dist_squared) * (a * power + 1.0f));
+}
+
+/// Number of negative samples due for edge `edge` at `epoch`, advancing its schedule.
+inline int negatives_due(Layout& layout, std::size_t edge, int epoch) noexcept {
+    const int count = static_cast<int>((epoch - layout.next_negative[edge]) / layout.epochs_per_negative_sample[edge]);
+    layout.next_negative[edge] += count * layout.epochs_per_negative_sample[edge];
+    return count;
+}
+
+/// Float access for the two update styles: plain, and relaxed atomics for Hogwild
+/// (racy by design, as umap's parallel=True, but without undefined behaviour).
+struct PlainAccess {
+    static float load(const float& value) noexcept { return value; }
+    static void store(float& value, float next) noexcept { value = next; }
+};
+struct RelaxedAccess {
+    static float load(const float& value) noexcept {
+        return std::atomic_ref<float>(const_cast<float&>(value)).load(std::memory_order_relaxed);
+    }
+    static void store(float& value, float next) noexcept {
+        std::atomic_ref<float>(value).store(next, std::memory_order_relaxed);
+    }
+};
+
+/// One edge of optimize_layout_euclidean's epoch (move_other = True), in place.
+/// Dim > 0 fixes the dimension at compile time (2 and 3 are the common cases).
+template <typename Access, int Dim>
+void process_edge(Layout& layout, float* embedding, std::size_t edge, int epoch, float alpha, SampleRng& rng) {
+    const int dim = Dim > 0 ? Dim : layout.dim;
+    const std::int64_t j = layout.head[edge];
+    float* current = embedding + j * dim;
+    float* other = embedding + static_cast<std::int64_t>(layout.tail[edge]) * dim;
+    float cur[8], oth[8];
+    float dist_squared = 0.0f;
+    for (int d = 0; d < dim; ++d) {
+        cur[d] = Access::load(current[d]);
+        oth[d] = Access::load(other[d]);
+        const float diff = cur[d] - oth[d];
+        dist_squared += diff * diff;
+    }
+    const float coefficient = attraction(dist_squared, layout.a, layout.b);
+    for (int d = 0; d < dim; ++d) {
+        const float grad = clip4(coefficient * (cur[d] - oth[d]));
+        cur[d] += grad * alpha;
+        Access::store(current[d], cur[d]);
+        Access::store(other[d], oth[d] - grad * alpha);
+    }
+    layout.next_sample[edge] += layout.epochs_per_sample[edge];
+    const int negatives = negatives_due(layout, edge, epoch);
+    for (int sample = 0; sample < negatives; ++sample) {
+        const std::int64_t k = rng.below(layout.num_vertices);
+        const float* negative = embedding + k * dim;
+        dist_squared = 0.0f;
+        for (int d = 0; d < dim; ++d) {
+            oth[d] = Access::load(negative[d]);
+            const float diff = cur[d] - oth[d];
+            dist_squared += diff * diff;
+        }
+        float repel = 0.0f;
+        if (dist_squared > 0.0f)
+            repel = repulsion(dist_squared, layout.a, layout.b, layout.gamma);
+        else if (j == k)
+            continue;
+        for (int d = 0; d < dim; ++d) {
+            // umap moves by +4 in every dimension when the two points coincide.
+            const float grad = repel > 0.0f ? clip4(repel * (cur[d] - oth[d])) : 4.0f;
+            cur[d] += grad * alpha;
+        }
+        for (int d = 0; d < dim; ++d) Access::store(current[d], cur[d]);
+    }
+}
+
+/// Deterministic update of head vertex j. Vertices are processed in consecutive
+/// blocks; a block's vertices are updated in parallel, each reading the others of its
+/// block as they were when the block started (`block_start`, which holds the block's
+/// slice) and every other vertex live (earlier blocks: this epoch's result; later
+/// blocks: not yet moved). Only j is written, so the outcome does not depend on
+/// scheduling. The pull of each edge's twin (k -> j, same weight and schedule in a
+/// symmetric graph) is applied here, so attraction counts twice as in umap's
+/// move_other.
+template <int Dim>
+void process_vertex(Layout& layout, float* live, const float* block_start, std::int64_t block_begin,
+                    std::int64_t block_end, std::int64_t j, int epoch, float alpha, std::uint64_t seed) {
+    const int dim = Dim > 0 ? Dim : layout.dim;
+    const auto position = [&](std::int64_t vertex) -> const float* {
+        return (vertex >= block_begin && vertex < block_end ? block_start : live) + vertex * dim;
+    };
+    float cur[8];
+    for (int d = 0; d < dim; ++d) cur[d] = block_start[j * dim + d];
+    SampleRng rng(stream_key(seed, static_cast<std::uint64_t>(epoch), static_cast<std::uint64_t>(j)));
+    for (auto edge = static_cast<std::size_t>(layout.offsets[static_cast<std::size_t>(j)]);
+         edge < static_cast<std::size_t>(layout.offsets[static_cast<std::size_t>(j) + 1]); ++edge) {
+        if (layout.next_sample[edge] > epoch) continue;
+        const float* other = position(layout.tail[edge]);
+        float dist_squared = 0.0f;
+        for (int d = 0; d < dim; ++d) {
+            const float diff = cur[d] - other[d];
+            dist_squared += diff * diff;
+        }
+        const float coefficient = attraction(dist_squared, layout.a, layout.b);
+        for (int d = 0; d < dim; ++d) cur[d] += 2.0f * clip4(coefficient * (cur[d] - other[d])) * alpha;
+        layout.next_sample[edge] += layout.epochs_per_sample[edge];
+        const int negatives = negatives_due(layout, edge, epoch);
+        for (int sample = 0; sample < negatives; ++sample) {
+            const std::int64_t k = rng.below(layout.num_vertices);
+            if (k == j) continue;
+            const float* negative = position(k);
+            dist_squared = 0.0f;
+            for (int d = 0; d < dim; ++d) {
+                const float diff = cur[d] - negative[d];
+                dist_squared += diff * diff;
+            }
+            const float repel = dist_squared > 0.0f ? repulsion(dist_squared, layout.a, layout.b, layout.gamma) : 0.0f;
+            for (int d = 0; d < dim; ++d) cur[d] += (repel > 0.0f ? clip4(repel * (cur[d] - negative[d])) : 4.0f) * alpha;
+        }
+    }
+    for (int d = 0; d < dim; ++d) live[j * dim + d] = cur[d];
+}
+
+/// Vertices per block of the deterministic mode: small enough that few positions are
+/// stale within an epoch (fully stale epochs, i.e. one block, lose about 0.005 of
+/// trustworthiness against umap's sequential loop), large enough for a parallel loop.
+std::int64_t deterministic_block_size(std::int64_t num_vertices) {
+    return std::max<std::int64_t>(256, (num_vertices + 63) / 64);
+}
+
+/// One epoch of the SGD in the chosen parallelism.
+template <int Dim>
+void run_epoch(Layout& layout, const UmapOptions& options, float* positions, std::vector<float>& before, int epoch,
+               float step, SampleRng& sequential_rng) {
+    const auto num_edges = layout.head.size();
+    switch (options.parallelism) {
+        case UmapParallelism::Sequential:
+            for (std::size_t edge = 0; edge < num_edges; ++edge)
+                if (layout.next_sample[edge] <= epoch)
+                    process_edge<PlainAccess, Dim>(layout, positions, edge, epoch, step, sequential_rng);
+            break;
+        case UmapParallelism::Hogwild:
+            tbb::parallel_for(tbb::blocked_range<std::size_t>(0, num_edges, 8192), [&](const tbb::blocked_range<std::size_t>& range) {
+                SampleRng rng(stream_key(options.seed, static_cast<std::uint64_t>(epoch) + 1, range.begin()));
+                for (std::size_t edge = range.begin(); edge != range.end(); ++edge)
+                    if (layout.next_sample[edge] <= epoch)
+                        process_edge<RelaxedAccess, Dim>(layout, positions, edge, epoch, step, rng);
+            });
+            break;
+        case UmapParallelism::Deterministic: {
+            const int dim = Dim > 0 ? Dim : layout.dim;
+            const std::int64_t block_size = deterministic_block_size(layout.num_vertices);
+            for (std::int64_t block_begin = 0; block_begin < layout.num_vertices; block_begin += block_size) {
+                const std::int64_t block_end = std::min(layout.num_vertices, block_begin + block_size);
+                std::copy(positions + block_begin * dim, positions + block_end * dim, before.data() + block_begin * dim);
+                tbb::parallel_for(tbb::blocked_range<std::int64_t>(block_begin, block_end, 256),
+                                  [&](const tbb::blocked_range<std::int64_t>& range) {
+                                      for (std::int64_t vertex = range.begin(); vertex != range.end(); ++vertex)
+                                          process_vertex<Dim>(layout, positions, before.data(), block_begin, block_end, vertex,
+                                                              epoch, step, options.seed);
+                                  });
+            }
+            break;
+        }
+    }
+}
+
+bool structurally_symmetric(const CsrGraph& graph) {
+    for (std::int64_t row = 0; row < graph.num_cells; ++row)
+        for (const auto column : graph.row_indices(row)) {
+            const auto reverse = graph.row_indices(column);
+            if (!std::binary_search(reverse.begin(), reverse.end(), static_cast<std::int32_t>(row))) return false;
+        }
+    return true;
+}
+
+}  // namespace
+
+
+UmapCurve find_ab_params(double spread, double min_dist) {
+    if (!(spread > 0.0)) throw std::invalid_argument("find_ab_params: spread must be > 0, got " + std::to_string(spread));
+    if (!(min_dist >= 0.0)) throw std::invalid_argument("find_ab_params: min_dist must be >= 0, got " + std::to_string(min_dist));
+    constexpr int kPoints = 300;
+    std::vector<double> xs(kPoints), ys(kPoints);
+    const double step = spread * 3.0 / (kPoints - 1);  // numpy.linspace(0, spread * 3, 300)
+    for (int index = 0; index < kPoints; ++index) {
+        xs[static_cast<std::size_t>(index)] = index == kPoints - 1 ? spread * 3.0 : index * step;
+        const double x = xs[static_cast<std::size_t>(index)];
+        ys[static_cast<std::size_t>(index)] = x < min_dist ? 1.0 : std::exp(-(x - min_dist) / spread);
+    }
+    // Levenberg-Marquardt from scipy curve_fit's default p0 = (1, 1).
+    double a = 1.0, b = 1.0;
+    double cost = fit_cost(xs, ys, a, b);
+    double damping = 1e-3;
+    for (int iteration = 0; iteration < 500; ++iteration) {
+        double jaa = 0, jab = 0, jbb = 0, ga = 0, gb = 0;
+        for (std::size_t index = 0; index < xs.size(); ++index) {
+            const double x = xs[index];
+            const double power = x > 0.0 ? std::pow(x, 2.0 * b) : 0.0;
+            const double denominator = 1.0 + a * power;
+            const double value = 1.0 / denominator;
+            const double residual = value - ys[index];
+            const double da = -power / (denominator * denominator);
+            const double db = x > 0.0 ? -a * power * 2.0 * std::log(x) / (denominator * denominator) : 0.0;
+            jaa += da * da;
+            jab += da * db;
+            jbb += db * db;
+            ga += da * residual;
+            gb += db * residual;
+        }
+        bool improved = false;
+        for (int attempt = 0; attempt < 40 && !improved; ++attempt) {
+            const double maa = jaa * (1.0 + damping), mbb = jbb * (1.0 + damping);
+            const double determinant = maa * mbb - jab * jab;
+            if (determinant == 0.0) break;
+            const double step_a = -(mbb * ga - jab * gb) / determinant;
+            const double step_b = -(maa * gb - jab * ga) / determinant;
+            const double next_cost = fit_cost(xs, ys, a + step_a, b + step_b);
+            if (std::isfinite(next_cost) && next_cost <= cost) {
+                const bool tiny = std::fabs(step_a) <= 1e-14 * (1.0 + std::fabs(a)) && std::fabs(step_b) <= 1e-14 * (1.0 + std::fabs(b));
+                a += step_a;
+                b += step_b;
+                const double decrease = cost - next_cost;
+                cost = next_cost;
+                damping = std::max(damping / 10.0, 1e-15);
+                improved = true;
+                if (tiny || decrease <= 1e-18 * std::max(cost, 1e-300)) return {a, b};
+            } else {
+                damping *= 10.0;
+            }
+        }
+        if (!improved) break;
+    }
+    return {a, b};
+}
+
+void validate(const UmapOptions& options) {
+    const auto fail = [](const std::string& message) { throw std::invalid_argument("UmapOptions::" + message); };
+    if (options.num_components < 1 || options.num_components > 8)
+        fail("num_components must be in [1, 8], got " + std::to_string(options.num_components));
+    if (!(options.min_dist >= 0.0)) fail("min_dist must be >= 0, got " + std::to_string(options.min_dist));
+    if (!(options.spread > 0.0)) fail("spread must be > 0, got " + std::to_string(options.spread));
+    if ((options.a == 0.0) != (options.b == 0.0)) fail("a and b must both be set (> 0) or both be 0 (fitted)");
+    if (options.a < 0.0 || options.b < 0.0) fail("a and b must be > 0 when set");
+    if (options.num_epochs < 0) fail("num_epochs must be >= 0 (0 = scanpy's default), got " + std::to_string(options.num_epochs));
+    if (!(options.learning_rate > 0.0)) fail("learning_rate must be > 0");
+    if (!(options.repulsion_strength >= 0.0)) fail("repulsion_strength must be >= 0");
+    if (options.negative_sample_rate < 0) fail("negative_sample_rate must be >= 0");
+    if (options.publish_every < 0) fail("publish_every must be >= 0");
+}
+
+UmapResult umap(const CsrGraph& connectivities, const DenseMatrix<float>& data, const UmapOptions& options, JobContext& ctx) {
+    validate(options);
+    check_csr_graph(connectivities, "umap connectivities");
+    const std::int64_t num_cells = connectivities.num_cells;
+    if (num_cells < 2) throw std::invalid_argument("umap: need at least 2 cells, got " + std::to_string(num_cells));
+    if (!data.empty() && data.rows() != num_cells)
+        throw std::invalid_argument("umap: data has " + std::to_string(data.rows()) + " rows; the graph has " +
+                                    std::to_string(num_cells) + " cells");
+    const int dim = options.num_components;
+    UmapResult result;
+    result.curve = options.a > 0.0 ? UmapCurve{options.a, options.b} : find_ab_params(options.spread, options.min_dist);
+
+    // umap 0.5.3 simplicial_set_embedding: default epochs and edge pruning.
+    const int default_epochs = num_cells <= 10000 ? 500 : 200;
+    const int num_epochs = options.num_epochs > 0 ? options.num_epochs : default_epochs;
+    result.num_epochs = num_epochs;
+    float max_weight = 0.0f;
+    for (const float weight : connectivities.values) max_weight = std::max(max_weight, weight);
+    const double threshold = static_cast<double>(max_weight) / (num_epochs > 10 ? num_epochs : default_epochs);
+    CsrGraph pruned;
+    pruned.num_cells = num_cells;
+    pruned.row_offsets.assign(static_cast<std::size_t>(num_cells) + 1, 0);
+    for (std::int64_t row = 0; row < num_cells; ++row) {
+        const auto columns = connectivities.row_indices(row);
+        const auto values = connectivities.row_values(row);
+        for (std::size_t entry = 0; entry < columns.size(); ++entry)
+            if (values[entry] > 0.0f && !(static_cast<double>(values[entry]) < threshold)) {
+                pruned.col_indices.push_back(columns[entry]);
+                pruned.values.push_back(values[entry]);
+            }
+        pruned.row_offsets[static_cast<std::size_t>(row) + 1] = static_cast<std::int64_t>(pruned.col_indices.size());
+    }
+    if (options.parallelism == UmapParallelism::Deterministic && !structurally_symmetric(pruned))
+        throw std::invalid_argument("umap: UmapParallelism::Deterministic needs a symmetric graph (as neighbors() makes)");
+
+    // Initialisation.
+    ctx.begin_stage("umap init");
+    std::mt19937_64 generator(options.seed);
+    DenseMatrix<float> embedding(num_cells, dim);
+    result.init_used = options.init;
+    if (options.init == UmapInit::Spectral) {
+        SpectralOptions spectral;
+        spectral.num_components = dim;
+        spectral.seed = mix64(options.seed);
+        const SpectralResult layout = spectral_layout(pruned, data, spectral, ctx);
+        result.num_graph_components = layout.num_graph_components;
+        result.spectral_converged = layout.converged;
+        double largest = 0.0;
+        for (const double value : layout.coordinates.values()) largest = std::max(largest, std::fabs(value));
+        if (!(largest > 0.0) || !std::isfinite(largest)) {
+            result.init_used = UmapInit::Random;  // degenerate layout: umap's random fallback
+        } else {
+            const double expansion = 10.0 / largest;
+            std::normal_distribution<double> noise(0.0, 0.0001);
+            for (std::size_t index = 0; index < embedding.values().size(); ++index)
+                embedding.values()[index] = static_cast<float>(layout.coordinates.values()[index] * expansion) +
+                                            static_cast<float>(noise(generator));
+        }
+    }
+    if (result.init_used == UmapInit::Random) {
+        std::uniform_real_distribution<double> uniform(-10.0, 10.0);
+        for (auto& value : embedding.values()) value = static_cast<float>(uniform(generator));
+    }
+    // Min-max scaling of every column to [0, 10].
+    for (int column = 0; column < dim; ++column) {
+        float low = std::numeric_limits<float>::infinity(), high = -low;
+        for (std::int64_t cell = 0; cell < num_cells; ++cell) {
+            low = std::min(low, embedding(cell, column));
+            high = std::max(high, embedding(cell, column));
+        }
+        const double range = static_cast<double>(high) - low;
+        for (std::int64_t cell = 0; cell < num_cells; ++cell)
+            embedding(cell, column) =
+                range > 0.0 ? static_cast<float>(10.0 * (static_cast<double>(embedding(cell, column)) - low) / range) : 0.0f;
+    }
+
+    // Edges and their schedules (make_epochs_per_sample).
+    Layout layout;
+    layout.num_vertices = num_cells;
+    layout.dim = dim;
+    layout.offsets = pruned.row_offsets;
+    layout.a = static_cast<float>(result.curve.a);
+    layout.b = static_cast<float>(result.curve.b);
+    layout.gamma = static_cast<float>(options.repulsion_strength);
+    layout.negative_sample_rate = options.negative_sample_rate;
+    const auto num_edges = static_cast<std::size_t>(pruned.nnz());
+    result.num_edges = pruned.nnz();
+    layout.head.resize(num_edges);
+    layout.tail = pruned.col_indices;
+    for (std::int64_t row = 0; row < num_cells; ++row)
+        for (auto edge = pruned.row_offsets[static_cast<std::size_t>(row)]; edge < pruned.row_offsets[static_cast<std::size_t>(row) + 1]; ++edge)
+            layout.head[static_cast<std::size_t>(edge)] = static_cast<std::int32_t>(row);
+    float pruned_max = 0.0f;
+    for (const float weight : pruned.values) pruned_max = std::max(pruned_max, weight);
+    layout.epochs_per_sample.resize(num_edges);
+    layout.epochs_per_negative_sample.resize(num_edges);
+    for (std::size_t edge = 0; edge < num_edges; ++edge) {
+        const double samples = num_epochs * (static_cast<double>(pruned.values[edge]) / pruned_max);
+        layout.epochs_per_sample[edge] = samples > 0.0 ? num_epochs / samples : -1.0;
+        // negative_sample_rate 0: no negative samples ever fall due.
+        layout.epochs_per_negative_sample[edge] = options.negative_sample_rate > 0
+                                                      ? layout.epochs_per_sample[edge] / options.negative_sample_rate
+                                                      : std::numeric_limits<double>::infinity();
+    }
+    layout.next_sample = layout.epochs_per_sample;
+    layout.next_negative = layout.epochs_per_negative_sample;
+
+    // optimize_layout_euclidean.
+    ctx.begin_stage("umap optimize");
+    const auto publish = [&](int epoch) {
+        if (options.on_epoch) options.on_epoch(epoch, embedding);
+    };
+    std::vector<float> before;
+    if (options.parallelism == UmapParallelism::Deterministic) before.resize(embedding.values().size());
+    SampleRng sequential_rng(stream_key(options.seed, 0, 0));
+    double alpha = options.learning_rate;
+    for (int epoch = 0; epoch < num_epochs; ++epoch) {
+        ctx.checkpoint();
+        const auto step = static_cast<float>(alpha);
+        float* positions = embedding.data();
+        if (dim == 2)
+            run_epoch<2>(layout, options, positions, before, epoch, step, sequential_rng);
+        else if (dim == 3)
+            run_epoch<3>(layout, options, positions, before, epoch, step, sequential_rng);
+        else
+            run_epoch<0>(layout, options, positions, before, epoch, step, sequential_rng);
+        alpha = options.learning_rate * (1.0 - static_cast<double>(epoch) / static_cast<double>(num_epochs));
+        ctx.report(static_cast<double>(epoch + 1) / num_epochs,
+                   "epoch " + std::to_string(epoch + 1) + "/" + std::to_string(num_epochs));
+        if (options.publish_every > 0 && (epoch + 1) % options.publish_every == 0 && epoch + 1 < num_epochs) publish(epoch + 1);
+    }
+    publish(num_epochs);
+    result.embedding = std::move(embedding);
+    return result;
+}
+
+}  // namespace fathom
