@@ -35,6 +35,8 @@ constexpr Rgba8 k_light_uniform{60, 100, 160, 255};
 // least this many cells per viewport pixel (points then mostly overdraw each other).
 constexpr double k_auto_density_min_points = 200000.0;
 constexpr double k_auto_density_points_per_pixel = 0.25;
+// The density aggregation covers the viewport plus this fraction of it on every side.
+constexpr double k_density_margin = 0.35;
 
 ImVec4 to_imvec4(Rgba8 color, float alpha = 1.0f) {
     return {color.r / 255.0f, color.g / 255.0f, color.b / 255.0f, alpha};
@@ -116,8 +118,10 @@ struct PlotView::Private {
     QSize density_size;
     bool density_dirty = true;
     float density_max = 1.0f;
-    std::vector<float> density_readback;
+    std::vector<std::uint32_t> density_histogram;
     int density_downsample = 1;
+    Vec2 density_center;          // world point at the aggregation texture's centre
+    double density_scale = 0.0;   // device px per world unit when aggregated
 
     // ---- overlay and interaction ----
     ImGuiLayer overlay;
@@ -396,7 +400,7 @@ void PlotView::rebuildDrawOrder() {
 void PlotView::resetView() {
     d->fit_pending = true;
     d->user_moved = false;
-    markSceneDirty(true);
+    markSceneDirty(false);
     emit viewChanged();
 }
 
@@ -406,7 +410,7 @@ void PlotView::setTransform(const ViewTransform& transform) {
     d->view = transform;
     d->view.set_viewport(width(), height());
     d->fit_pending = false;
-    markSceneDirty(true);
+    markSceneDirty(false);
     emit viewChanged();
 }
 
@@ -637,7 +641,7 @@ void PlotView::releaseGl() {
 
 void PlotView::resizeGL(int width, int height) {
     d->view.set_viewport(width, height);
-    markSceneDirty(true);
+    markSceneDirty(false);
 }
 
 void PlotView::uploadPending() {
@@ -789,13 +793,37 @@ void PlotView::renderPoints() {
 
 void PlotView::renderDensity() {
     QOpenGLExtraFunctions* gl = d->gl;
-    const QSize size((d->scene_size.width() + d->density_downsample - 1) / d->density_downsample,
-                     (d->scene_size.height() + d->density_downsample - 1) / d->density_downsample);
-    if (d->density_size != size) d->density_dirty = true;
+    const double ratio = devicePixelRatioF();
+    const int downsample = d->density_downsample;
+    const double scale = d->view.pixels_per_unit() * ratio;  // device px per world unit
+    const QSize screen = d->scene_size;
+    // The aggregation covers the view plus a margin on every side, in world space: a pan
+    // that stays inside it only moves the resolve pass's lookup (no pass over the cells).
+    const QSize size(static_cast<int>(std::ceil(screen.width() * (1.0 + 2.0 * k_density_margin) / downsample)),
+                     static_cast<int>(std::ceil(screen.height() * (1.0 + 2.0 * k_density_margin) / downsample)));
+    auto lookup_offset = [&](Vec2 center) {
+        // Aggregation texel (device px) of screen pixel (0, 0), GL orientation (y up).
+        return std::array<double, 2>{size.width() * downsample / 2.0 - screen.width() / 2.0 +
+                                         (d->view.center().x - center.x) * scale,
+                                     size.height() * downsample / 2.0 - screen.height() / 2.0 +
+                                         (d->view.center().y - center.y) * scale};
+    };
+    bool reuse = !d->density_dirty && d->density_size == size && d->density_scale == scale;
+    if (reuse) {
+        const auto offset = lookup_offset(d->density_center);
+        reuse = offset[0] >= 0.0 && offset[1] >= 0.0 && offset[0] + screen.width() <= size.width() * downsample &&
+                offset[1] + screen.height() <= size.height() * downsample;
+    }
     ensure_color_target(gl, d->density_framebuffer, d->density_texture, d->density_size, size, GL_RGBA32F, GL_RGBA,
                         GL_FLOAT);
     const int mode = d->kind == ColorKind::Categorical ? 1 : d->kind == ColorKind::Continuous ? 2 : 0;
-    if (d->density_dirty) {
+    if (!reuse) {
+        d->density_center = d->view.center();
+        d->density_scale = scale;
+        // ndc = world * s + o over the aggregation texture (texel = downsample device px).
+        const float sx = static_cast<float>(2.0 * scale / (size.width() * downsample));
+        const float sy = static_cast<float>(2.0 * scale / (size.height() * downsample));
+        const float ox = static_cast<float>(-d->density_center.x * sx), oy = static_cast<float>(-d->density_center.y * sy);
         gl->glBindFramebuffer(GL_FRAMEBUFFER, d->density_framebuffer);
         gl->glViewport(0, 0, size.width(), size.height());
         gl->glClearColor(0.0f, 0.0f, 0.0f, 0.0f);
@@ -804,10 +832,8 @@ void PlotView::renderDensity() {
             if (!d->gles) gl->glEnable(GL_PROGRAM_POINT_SIZE);
             gl->glEnable(GL_BLEND);
             gl->glBlendFunc(GL_ONE, GL_ONE);
-            const auto transform = d->view.ndc_scale_offset();
             d->accumulate_program.bind();
-            gl->glUniform4f(d->accumulate_program.uniformLocation("u_transform"), transform[0], transform[1],
-                            transform[2], transform[3]);
+            gl->glUniform4f(d->accumulate_program.uniformLocation("u_transform"), sx, sy, ox, oy);
             gl->glUniform1f(d->accumulate_program.uniformLocation("u_point_size"), 1.0f);
             gl->glUniform1i(d->accumulate_program.uniformLocation("u_sum_values"), mode == 2 ? 1 : 0);
             gl->glBindVertexArray(d->vertex_array);
@@ -816,20 +842,30 @@ void PlotView::renderDensity() {
             d->accumulate_program.release();
             gl->glDisable(GL_BLEND);
         }
-        // Largest count, for the log scale (one float per pixel read back).
-        d->density_readback.resize(static_cast<std::size_t>(size.width()) * size.height());
-        gl->glPixelStorei(GL_PACK_ALIGNMENT, 4);
-        gl->glReadPixels(0, 0, size.width(), size.height(), GL_RED, GL_FLOAT, d->density_readback.data());
-        float largest = 1.0f;
-        for (float count : d->density_readback) largest = std::max(largest, count);
-        d->density_max = largest;
+        // The largest count (for the log scale) from the same binning on the CPU: one
+        // pass over the positions instead of reading the float texture back.
+        const int width = size.width(), height = size.height();
+        d->density_histogram.assign(static_cast<std::size_t>(width) * height, 0);
+        std::uint32_t largest = 1;
+        const double texel = scale / downsample;
+        const double half_width = width / 2.0, half_height = height / 2.0;
+        for (std::int64_t cell = 0; cell < d->drawable; ++cell) {
+            if (d->attributes[cell].color.a == 0) continue;
+            const double x = std::floor((d->positions[2 * cell] - d->density_center.x) * texel + half_width);
+            const double y = std::floor((d->positions[2 * cell + 1] - d->density_center.y) * texel + half_height);
+            if (!(x >= 0.0 && y >= 0.0 && x < width && y < height)) continue;
+            std::uint32_t& count = d->density_histogram[static_cast<std::size_t>(y) * width + static_cast<std::size_t>(x)];
+            largest = std::max(largest, ++count);
+        }
+        d->density_max = static_cast<float>(largest);
         d->density_dirty = false;
         ++d->stats.density_aggregations;
         d->stats.drawn_points = d->drawable;
     }
+    const auto offset = lookup_offset(d->density_center);
     const Rgba8 background = d->background();
     gl->glBindFramebuffer(GL_FRAMEBUFFER, d->scene_framebuffer);
-    gl->glViewport(0, 0, d->scene_size.width(), d->scene_size.height());
+    gl->glViewport(0, 0, screen.width(), screen.height());
     gl->glDisable(GL_BLEND);
     d->resolve_program.bind();
     gl->glActiveTexture(GL_TEXTURE0);
@@ -843,7 +879,9 @@ void PlotView::renderDensity() {
     gl->glUniform1f(d->resolve_program.uniformLocation("u_log_max"), std::log(1.0f + d->density_max));
     gl->glUniform3f(d->resolve_program.uniformLocation("u_background"), background.r / 255.0f, background.g / 255.0f,
                     background.b / 255.0f);
-    gl->glUniform1i(d->resolve_program.uniformLocation("u_downsample"), d->density_downsample);
+    gl->glUniform1i(d->resolve_program.uniformLocation("u_downsample"), downsample);
+    gl->glUniform2f(d->resolve_program.uniformLocation("u_offset"), static_cast<float>(offset[0]),
+                    static_cast<float>(offset[1]));
     gl->glBindVertexArray(d->empty_vertex_array);
     gl->glDrawArrays(GL_TRIANGLES, 0, 3);
     gl->glBindVertexArray(0);
@@ -876,7 +914,7 @@ void PlotView::paintGL() {
     if (d->fit_pending && !d->bounds.empty()) {
         d->view.fit(d->bounds);
         d->fit_pending = false;
-        d->scene_dirty = d->density_dirty = true;
+        d->scene_dirty = true;
     }
     uploadPending();
 
@@ -1056,7 +1094,7 @@ void PlotView::mouseMoveEvent(QMouseEvent* event) {
         if (!delta.isNull()) {
             d->view.pan_pixels(delta.x(), delta.y());
             d->user_moved = true;
-            markSceneDirty(true);
+            markSceneDirty(false);
             emit viewChanged();
         }
     } else {
@@ -1078,7 +1116,7 @@ void PlotView::wheelEvent(QWheelEvent* event) {
         const QPointF position = event->position();
         d->view.zoom_at({position.x(), position.y()}, std::pow(2.0, steps / 4.0));
         d->user_moved = true;
-        markSceneDirty(true);
+        markSceneDirty(false);
         emit viewChanged();
     }
     event->accept();

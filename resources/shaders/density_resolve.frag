@@ -6,6 +6,7 @@ uniform int u_mode;            // 0: colour map of log count, 1: mean colour, 2:
 uniform float u_log_max;       // log(1 + largest count)
 uniform vec3 u_background;
 uniform int u_downsample;      // screen pixels per aggregation texel
+uniform vec2 u_offset;         // aggregation position (device px) of screen pixel (0, 0)
 
 out vec4 o_color;
 
@@ -15,7 +16,8 @@ vec3 colormap(float t) {
 }
 
 void main() {
-    vec4 sums = texelFetch(u_sums, ivec2(gl_FragCoord.xy) / u_downsample, 0);
+    ivec2 texel = ivec2(floor(gl_FragCoord.xy + u_offset)) / u_downsample;
+    vec4 sums = texelFetch(u_sums, texel, 0);
     float count = sums.r;
     if (count <= 0.0) {
         o_color = vec4(u_background, 1.0);

@@ -237,7 +237,7 @@ TEST_F(PlotViewTest, DrawOrderIsAnIndexBufferChoice) {
     EXPECT_GT(count_pixels(image, colormap_color(Colormap::Viridis, 1.0f)), 0);
 }
 
-TEST_F(PlotViewTest, DensityModeMixesCategoryColoursAndReaggregatesOnlyOnViewChange) {
+TEST_F(PlotViewTest, DensityModeMixesCategoryColoursAndReaggregatesOnlyOnZoom) {
     view->setOverlayVisible(false);
     show_blobs(5000);
     view->setDensityMode(PlotView::DensityMode::On);
@@ -246,21 +246,38 @@ TEST_F(PlotViewTest, DensityModeMixesCategoryColoursAndReaggregatesOnlyOnViewCha
     const Rgba8 background = view->backgroundColor();
     EXPECT_GT(fathom::test::count_pixels_not(image, background), 500);
     auto dominant = [](Rgba8 color) { return color.r > color.g && color.r > color.b ? 0 : color.g > color.b ? 1 : 2; };
-    for (int blob = 0; blob < 3; ++blob) {
-        const QPoint center = screen_of(k_blob_centers[blob]);
-        EXPECT_EQ(dominant(pixel_at(image, center.x(), center.y())), blob) << "blob " << blob;
-    }
-    const QPoint empty = screen_of({0.0, 4.0});
-    EXPECT_EQ(pixel_at(image, empty.x(), empty.y()), background);
+    auto check_blobs = [&](const QImage& picture, const char* when) {
+        for (int blob = 0; blob < 3; ++blob) {
+            const QPoint center = screen_of(k_blob_centers[blob]);
+            EXPECT_EQ(dominant(pixel_at(picture, center.x(), center.y())), blob) << "blob " << blob << " " << when;
+        }
+        const QPoint empty = screen_of({0.0, 4.0});
+        EXPECT_EQ(pixel_at(picture, empty.x(), empty.y()), background) << when;
+    };
+    check_blobs(image, "after aggregation");
     const auto aggregations = view->stats().density_aggregations;
+    const auto scene_renders = view->stats().scene_renders;
     view->grabFramebuffer();
     view->grabFramebuffer();
     EXPECT_EQ(view->stats().density_aggregations, aggregations) << "a still view must not re-aggregate";
+    EXPECT_EQ(view->stats().scene_renders, scene_renders) << "a still view reuses the cached layer";
+    // A pan inside the aggregated margin only moves the lookup of the resolve pass.
     ViewTransform moved = view->transform();
-    moved.pan_pixels(10.0, 0.0);
+    moved.pan_pixels(37.0, -21.0);
+    view->setTransform(moved);
+    image = view->grabFramebuffer();
+    EXPECT_EQ(view->stats().density_aggregations, aggregations);
+    check_blobs(image, "after a pan");
+    // Zooming changes the binning: one new aggregation.
+    moved.zoom_at({200.0, 200.0}, 1.5);
+    view->setTransform(moved);
+    image = view->grabFramebuffer();
+    EXPECT_EQ(view->stats().density_aggregations, aggregations + 1);
+    // A pan beyond the margin re-aggregates too.
+    moved.pan_pixels(400.0, 0.0);
     view->setTransform(moved);
     view->grabFramebuffer();
-    EXPECT_EQ(view->stats().density_aggregations, aggregations + 1);
+    EXPECT_EQ(view->stats().density_aggregations, aggregations + 2);
 }
 
 TEST_F(PlotViewTest, DragPansAndWheelZoomsAroundTheCursor) {
