@@ -2,12 +2,121 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
 #include <Eigen/Dense>
 
 namespace fathom {
+
+namespace {
+
+struct Eigenpairs {
+    std::vector<double> values;   ///< descending
+    Eigen::MatrixXd vectors;      ///< genes x components, column j for values[j]
+    bool exact = true;
+    int iterations = 0;
+};
+
+Eigenpairs exact_eigenpairs(const Eigen::MatrixXd& covariance, int components) {
+    const Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> solver(covariance);
+    if (solver.info() != Eigen::Success) throw std::runtime_error("pca: the eigendecomposition did not converge");
+    const auto size = covariance.rows();
+    Eigenpairs out;
+    out.vectors.resize(size, components);
+    for (int component = 0; component < components; ++component) {
+        const auto column = size - 1 - component;  // eigenvalues come ascending
+        out.values.push_back(solver.eigenvalues()(column));
+        out.vectors.col(component) = solver.eigenvectors().col(column);
+    }
+    return out;
+}
+
+/// Thin orthonormal basis of the columns of y (Householder QR, deterministic).
+Eigen::MatrixXd orthonormalize(const Eigen::MatrixXd& y) {
+    const Eigen::HouseholderQR<Eigen::MatrixXd> qr(y);
+    return qr.householderQ() * Eigen::MatrixXd::Identity(y.rows(), y.cols());
+}
+
+/// Removes from `block` its components along the orthonormal columns of basis[:, :used]
+/// (two passes of block Gram-Schmidt), then orthonormalises it.
+Eigen::MatrixXd orthogonal_block(const Eigen::MatrixXd& basis, Eigen::Index used, Eigen::MatrixXd block) {
+    for (int pass = 0; pass < 2; ++pass) {
+        if (used > 0) {
+            const auto previous = basis.leftCols(used);
+            block -= previous * (previous.transpose() * block);
+        }
+        block = orthonormalize(block);
+    }
+    return block;
+}
+
+/// Residual bound of the Krylov solver, relative to the largest eigenvalue.
+constexpr double kKrylovTolerance = 1e-8;
+constexpr std::int64_t kKrylovDepth = 10;
+
+/// Restarted block Krylov with Rayleigh-Ritz; empty when it does not converge.
+std::optional<Eigenpairs> krylov_eigenpairs(const Eigen::MatrixXd& covariance, int components, std::uint64_t seed,
+                                            JobContext& ctx) {
+    const auto size = covariance.rows();
+    const auto block = static_cast<Eigen::Index>(std::min<std::int64_t>(size, components + 10));
+    // Krylov depth: blocks per cycle, bounded by the dimension.
+    const auto depth = static_cast<Eigen::Index>(std::max<std::int64_t>(1, std::min<std::int64_t>(kKrylovDepth, size / block)));
+    const Eigen::Index dimension = block * depth;
+    // Seeded start (splitmix64), identical on every machine.
+    std::uint64_t state = seed * 0x9E3779B97F4A7C15ULL + 0x2545F4914F6CDD1DULL;
+    auto next = [&state] {
+        std::uint64_t z = (state += 0x9E3779B97F4A7C15ULL);
+        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+        z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+        return static_cast<double>((z ^ (z >> 31)) >> 11) * 0x1.0p-53 - 0.5;
+    };
+    Eigen::MatrixXd start(size, block);
+    for (Eigen::Index col = 0; col < block; ++col)
+        for (Eigen::Index row = 0; row < size; ++row) start(row, col) = next();
+    start = orthonormalize(start);
+    constexpr int kMaxCycles = 40;
+    Eigen::MatrixXd basis(size, dimension), image(size, dimension);
+    for (int cycle = 1; cycle <= kMaxCycles; ++cycle) {
+        // Basis [V0, V1, ...] of span{V0, C V0, C^2 V0, ...}, and image = C * basis.
+        basis.leftCols(block) = start;
+        for (Eigen::Index level = 0; level < depth; ++level) {
+            ctx.checkpoint();
+            image.middleCols(level * block, block) = covariance * basis.middleCols(level * block, block);
+            if (level + 1 < depth)
+                basis.middleCols((level + 1) * block, block) =
+                    orthogonal_block(basis, (level + 1) * block, image.middleCols(level * block, block));
+        }
+        // Rayleigh-Ritz on the Krylov space.
+        Eigen::MatrixXd projected = basis.transpose() * image;
+        projected = (projected + projected.transpose()) * 0.5;
+        const Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> small(projected);
+        if (small.info() != Eigen::Success) return std::nullopt;
+        const Eigen::MatrixXd ritz = small.eigenvectors().rowwise().reverse();  // descending
+        const Eigen::VectorXd values = small.eigenvalues().reverse();
+        const Eigen::MatrixXd wanted_coefficients = ritz.leftCols(components);
+        const Eigen::MatrixXd vectors = basis * wanted_coefficients;
+        const Eigen::MatrixXd residual = image * wanted_coefficients - vectors * values.head(components).asDiagonal();
+        const double tolerance = kKrylovTolerance * std::max(std::abs(values(0)), 1e-300);
+        bool converged = true;
+        for (int component = 0; component < components && converged; ++component)
+            converged = residual.col(component).norm() <= tolerance;
+        if (converged) {
+            Eigenpairs out;
+            out.exact = false;
+            out.iterations = cycle;
+            out.vectors = vectors;
+            for (int component = 0; component < components; ++component) out.values.push_back(values(component));
+            return out;
+        }
+        // Thick restart from the leading Ritz vectors.
+        start = orthonormalize(basis * ritz.leftCols(block));
+    }
+    return std::nullopt;
+}
+
+}  // namespace
 
 void validate(const PcaOptions& options, const MatrixShape& shape) {
     if (options.num_components < 1) throw std::invalid_argument("PcaOptions::num_components must be >= 1");
@@ -44,26 +153,27 @@ PcaResult pca(const ShardSet& shards, const ScaleResult& scaling, const PcaOptio
                 (gram.gram(static_cast<std::int64_t>(a), static_cast<std::int64_t>(b)) -
                  cells * column_mean[a] * column_mean[b]) / (cells - 1.0);
     ctx.checkpoint();
-    // Exact symmetric eigendecomposition in double (eigenvalues ascending).
-    const Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> solver(covariance);
-    if (solver.info() != Eigen::Success) throw std::runtime_error("pca: the eigendecomposition did not converge");
+    const bool exact = options.solver == PcaSolver::Exact ||
+                       (options.solver == PcaSolver::Auto && shape.num_genes <= kExactSolverMaxGenes);
+    std::optional<Eigenpairs> pairs;
+    if (!exact) pairs = krylov_eigenpairs(covariance, components, options.seed, ctx);
+    if (!pairs) pairs = exact_eigenpairs(covariance, components);
     ctx.report(0.7);
-    const auto& eigenvalues = solver.eigenvalues();
-    const auto& eigenvectors = solver.eigenvectors();
     const double total_variance = covariance.trace();
 
     PcaResult result;
     result.num_components = components;
     result.total_variance = total_variance;
+    result.exact_solver = pairs->exact;
+    result.iterations = pairs->iterations;
     DenseMatrix<double> loadings(shape.num_genes, components);
     for (int component = 0; component < components; ++component) {
-        const auto column = static_cast<Eigen::Index>(genes) - 1 - component;
-        const double variance = std::max(0.0, eigenvalues(column));
+        const double variance = std::max(0.0, pairs->values[static_cast<std::size_t>(component)]);
         result.variance.push_back(variance);
         // sklearn: explained_variance_ / np.var(X, ddof=1, axis=0).sum().
         result.variance_ratio.push_back(total_variance > 0 ? variance / total_variance : 0.0);
         for (std::size_t gene = 0; gene < genes; ++gene)
-            loadings(static_cast<std::int64_t>(gene), component) = eigenvectors(static_cast<Eigen::Index>(gene), column);
+            loadings(static_cast<std::int64_t>(gene), component) = pairs->vectors(static_cast<Eigen::Index>(gene), component);
     }
 
     ProjectionRequest request;

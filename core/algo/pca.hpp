@@ -11,10 +11,28 @@
 
 namespace fathom {
 
+/// How the top eigenpairs of the genes x genes covariance are found (on the host, in
+/// double, single-threaded so that results never depend on the thread count).
+enum class PcaSolver {
+    /// Exact up to kExactSolverMaxGenes genes, block Krylov above.
+    Auto,
+    /// Full symmetric eigendecomposition (Eigen's SelfAdjointEigenSolver), O(genes^3).
+    Exact,
+    /// Restarted block Krylov (block Lanczos with full reorthogonalisation) and
+    /// Rayleigh-Ritz from a seeded start, until every wanted eigenpair's residual is
+    /// below 1e-8 of the largest eigenvalue (falls back to Exact if it does not get
+    /// there). O(genes^2 x Krylov dimension) per restart cycle.
+    BlockKrylov,
+};
+
+/// Auto uses the exact solver up to this many genes.
+inline constexpr std::int64_t kExactSolverMaxGenes = 1500;
+
 /// PCA of the scaled HVG block. Cells x genes in, cells x components out.
 struct PcaOptions {
     int num_components = 50;   ///< >= 1; capped at min(cells, genes) - 1
-    std::uint64_t seed = 0;    ///< unused by the exact solver (kept for the engine's cache key)
+    std::uint64_t seed = 0;    ///< start block of the Krylov solver; same seed => identical result
+    PcaSolver solver = PcaSolver::Auto;
 };
 
 /// Scores, loadings and explained variance. Signs follow scikit-learn's svd_flip
@@ -28,6 +46,8 @@ struct PcaResult {
     std::vector<double> variance_ratio;         ///< variance / total variance, decreasing (uns['pca']['variance_ratio'])
     double total_variance = 0.0;                ///< trace of the covariance of the (clipped) scaled data
     int num_components = 0;                     ///< after capping
+    bool exact_solver = true;                   ///< which solver produced the eigenpairs
+    int iterations = 0;                         ///< Krylov restart cycles run (0 for the exact solver)
 };
 
 /// Throws std::invalid_argument naming the field: "PcaOptions::num_components must be >= 1",

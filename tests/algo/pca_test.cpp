@@ -97,6 +97,39 @@ TEST(Pca, MatchesDenseSvdClipped) {
     check_against_dense(result, dense_pca(dense, scaling), dense.rows(), 8);
 }
 
+TEST(Pca, BlockKrylovMatchesExactAndIsSeedDeterministic) {
+    const auto whole = step_counts(44, 600, 150);
+    auto shards = simulated_set(whole, 3);
+    JobContext ctx;
+    log1p(shards, ctx);
+    const auto scaling = scale(shards, ScaleOptions{}, ctx);
+    PcaOptions exact_options;
+    exact_options.num_components = 20;
+    exact_options.solver = PcaSolver::Exact;
+    PcaOptions krylov_options = exact_options;
+    krylov_options.solver = PcaSolver::BlockKrylov;
+    krylov_options.seed = 7;
+    const auto exact = pca(shards, scaling, exact_options, ctx);
+    const auto krylov = pca(shards, scaling, krylov_options, ctx);
+    EXPECT_TRUE(exact.exact_solver);
+    EXPECT_FALSE(krylov.exact_solver) << "did not converge; fell back to the exact solver";
+    EXPECT_GE(krylov.iterations, 1);
+    for (std::size_t component = 0; component < 20; ++component)
+        EXPECT_NEAR(krylov.variance[component], exact.variance[component], 1e-7 * exact.variance[0]);
+    for (std::int64_t component = 0; component < 5; ++component) {
+        double dot = 0, a = 0, b = 0;
+        for (std::int64_t cell = 0; cell < exact.scores.rows(); ++cell) {
+            dot += static_cast<double>(exact.scores(cell, component)) * krylov.scores(cell, component);
+            a += static_cast<double>(exact.scores(cell, component)) * exact.scores(cell, component);
+            b += static_cast<double>(krylov.scores(cell, component)) * krylov.scores(cell, component);
+        }
+        EXPECT_GT(dot / std::sqrt(a * b), 1 - 1e-6) << component << " (same svd_flip sign expected)";
+    }
+    const auto again = pca(shards, scaling, krylov_options, ctx);
+    EXPECT_EQ(again.scores, krylov.scores);
+    EXPECT_EQ(again.variance, krylov.variance);
+}
+
 TEST(Pca, CapsComponentsAndValidates) {
     const auto whole = step_counts(43, 30, 10);
     const auto shards = simulated_set(whole, 2);
