@@ -7,6 +7,7 @@
 #include <limits>
 #include <sstream>
 
+#include "core/algo/leiden.hpp"
 #include "core/algo/recipes.hpp"
 #include "core/algo/umap.hpp"
 #include "core/engine/detail/EngineState.hpp"
@@ -283,6 +284,20 @@ void run_umap(Engine::State& state, const PipelineSettings& settings, JobContext
     cache.umap = std::move(result.embedding);
 }
 
+void run_leiden(Engine::State& state, const PipelineSettings& settings, JobContext& ctx) {
+    auto& cache = state.cache;
+    state.begin_step(ctx, "leiden");
+    LeidenOptions options;
+    options.resolution = settings.resolution;
+    options.seed = settings.seed;
+    validate(options);
+    LeidenResult result = leiden(cache.neighbors.connectivities, options, ctx);
+    cache.leiden = std::move(result.labels);
+    cache.modularity = result.modularity;
+    cache.leiden_resolution = options.resolution;
+    cache.leiden_seed = options.seed;
+}
+
 }  // namespace
 
 void run_pipeline(Engine::State& state, const PipelineSettings& settings, JobContext& ctx) {
@@ -302,6 +317,7 @@ void run_pipeline(Engine::State& state, const PipelineSettings& settings, JobCon
     const std::string neighbors_key = key_of(pca_key, join_key(settings.num_neighbors, settings.seed));
     const std::string umap_key =
         key_of(neighbors_key, join_key(settings.min_dist, settings.spread, settings.umap_epochs, settings.seed));
+    const std::string leiden_key = key_of(neighbors_key, join_key(settings.resolution, settings.seed));
 
     bool changed = false;
     const auto stage = [&](std::optional<std::string>& cached, const std::string& key, auto&& body) {
@@ -323,6 +339,10 @@ void run_pipeline(Engine::State& state, const PipelineSettings& settings, JobCon
     if (settings.run_umap) {
         changed = after_neighbors;
         stage(cache.umap_key, umap_key, [&] { run_umap(state, settings, ctx); });
+    }
+    if (settings.run_leiden) {
+        changed = after_neighbors;
+        stage(cache.leiden_key, leiden_key, [&] { run_leiden(state, settings, ctx); });
     }
 
     state.publish(build_snapshot(state, *data));
@@ -486,6 +506,15 @@ Dataset export_dataset(const Engine::State& state, const LoadedData& data, const
         params["n_neighbors"] = UnsNode::leaf(static_cast<std::int64_t>(cache.neighbors.knn.graph.num_neighbors));
         params["method"] = UnsNode::leaf(std::string("umap"));
         params["metric"] = UnsNode::leaf(std::string("euclidean"));
+    }
+    if (cache.leiden_key) {
+        // scanpy's uns['leiden']['params'], plus the modularity of the labels.
+        auto& leiden = out.uns["leiden"];
+        auto& params = leiden["params"];
+        params["resolution"] = UnsNode::leaf(cache.leiden_resolution);
+        params["random_state"] = UnsNode::leaf(static_cast<std::int64_t>(cache.leiden_seed));
+        params["n_iterations"] = UnsNode::leaf(static_cast<std::int64_t>(-1));
+        leiden["modularity"] = UnsNode::leaf(cache.modularity);
     }
     return out;
 }

@@ -69,7 +69,9 @@ struct StageCache {
     DenseMatrix<float> umap;
     std::optional<std::string> leiden_key;
     std::vector<std::int32_t> leiden;
-    double modularity = 0.0;
+    double modularity = 0.0;                     ///< of the Leiden labels (resolution applied)
+    double leiden_resolution = 1.0;              ///< settings behind `leiden`
+    std::uint64_t leiden_seed = 0;
     std::optional<std::string> markers_key;
     std::vector<MarkerGroup> markers;
 
