@@ -149,6 +149,16 @@ public:
                                                 const ColumnStatsRequest& request, JobContext& ctx) const = 0;
     /// Values of one gene for every row (zeros where not stored); num_rows() entries.
     virtual std::vector<float> gene_column(std::int32_t gene, JobContext& ctx) const = 0;
+    /// Values of several genes for every row: one column of num_rows() entries per entry
+    /// of `genes` (any order, repeats allowed), zeros where not stored. Throws
+    /// std::invalid_argument for a gene outside [0, num_genes()). This default calls
+    /// gene_column once per gene; CpuBackend overrides it with one pass over the rows.
+    virtual std::vector<std::vector<float>> gene_columns(std::span<const std::int32_t> genes, JobContext& ctx) const {
+        std::vector<std::vector<float>> columns;
+        columns.reserve(genes.size());
+        for (const std::int32_t gene : genes) columns.push_back(gene_column(gene, ctx));
+        return columns;
+    }
 
     // ---- dense products on the standardised block ----
     /// Z^T Z and column sums of Z for the standardised block. Unclipped, computed from

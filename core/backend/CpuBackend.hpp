@@ -30,6 +30,8 @@ public:
     GroupColumnStats group_column_stats(std::span<const std::int32_t> labels, int num_groups,
                                         const ColumnStatsRequest& request, JobContext& ctx) const override;
     std::vector<float> gene_column(std::int32_t gene, JobContext& ctx) const override;
+    /// One pass over the rows in parallel blocks (backend/gene_columns.cpp).
+    std::vector<std::vector<float>> gene_columns(std::span<const std::int32_t> genes, JobContext& ctx) const override;
 
     GramResult gram(GeneBlock genes, const Standardization& standardization, JobContext& ctx) const override;
     DenseMatrix<double> project(const ProjectionRequest& request, JobContext& ctx) const override;

@@ -88,6 +88,9 @@ public:
                                         const ColumnStatsRequest& request, JobContext& ctx) const;
     /// One gene's values for every cell (num_cells entries).
     std::vector<float> gene_column(std::int32_t gene, JobContext& ctx) const;
+    /// Several genes' values for every cell: one column (num_cells entries) per entry of
+    /// `genes`, in the order given (Backend::gene_columns on every shard, concatenated).
+    std::vector<std::vector<float>> gene_columns(std::span<const std::int32_t> genes, JobContext& ctx) const;
     /// Gram matrix and column sums summed over shards.
     GramResult gram(GeneBlock genes, const Standardization& standardization, JobContext& ctx) const;
     /// Scores of every cell (num_cells x components), shard results stacked in order.
