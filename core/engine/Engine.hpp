@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/data/Dataset.hpp"
@@ -103,6 +104,16 @@ struct GeneValues {
     float min_value = 0.0f, max_value = 0.0f;
 };
 
+/// The cells where a marker-gene filter expression holds (cells in obs order).
+struct CellMask {
+    std::string expression;                 ///< the expression as given
+    std::vector<std::uint8_t> mask;         ///< num_cells flags, 1 = the expression holds
+    std::int64_t num_matching = 0;          ///< cells with mask 1
+    /// Matching cells per category of obs['leiden'] (category order) when the snapshot
+    /// has Leiden clusters; empty otherwise.
+    std::vector<std::pair<std::string, std::int64_t>> by_cluster;
+};
+
 /// The engine. Not copyable; destroying it cancels running jobs and joins its threads.
 class Engine {
 public:
@@ -120,6 +131,15 @@ public:
     JobHandle run(PipelineSettings settings);
     /// Values of one gene (by var name or gene id) for every cell, from the shards.
     Pending<GeneValues> gene_values(std::string gene, ValueLayer layer = ValueLayer::LogNorm);
+    /// Evaluates a marker-gene filter such as "CD3E > 1 and not MS4A1 > 0" (grammar in
+    /// core/algo/gene_filter.hpp) on the raw shards, reading only the genes it names.
+    /// A syntax error or an unknown gene fails the job (FailureKind::Option) with a
+    /// message that points at the mistake. Runs on the query queue (EngineFilters.cpp).
+    Pending<CellMask> evaluate_filter(std::string expression, ValueLayer layer = ValueLayer::LogNorm);
+    /// Mean LogNorm value of a gene set for every cell (genes by var name or gene id;
+    /// genes not in the dataset are ignored, as scanpy's score_genes does, and named in
+    /// GeneValues::gene; none found fails the job). gene_index is -1.
+    Pending<GeneValues> gene_set_score(std::vector<std::string> genes);
     /// Writes the current analysis as h5ad (obs, var, obsm, uns; X optional) atomically.
     JobHandle export_h5ad(std::string path, bool include_matrix);
 

@@ -1,0 +1,153 @@
+// Engine queries for marker-gene filters and gene-set scores. Like gene_values they run
+// on the query queue and read the raw shards loaded at open() (never the pipeline's
+// copies), fetching only the named genes' columns.
+#include <algorithm>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <variant>
+
+#include "core/algo/gene_filter.hpp"
+#include "core/algo/gene_set.hpp"
+#include "core/engine/Engine.hpp"
+#include "core/engine/detail/EngineState.hpp"
+
+namespace fathom {
+
+namespace {
+
+/// The loaded data, or an error naming the query when none can be answered.
+std::shared_ptr<const detail::LoadedData> queryable_data(const Engine::State& state, const std::string& what) {
+    auto data = state.loaded();
+    if (!data) throw std::invalid_argument(what + ": no dataset is open");
+    if (data->streamed)
+        throw std::invalid_argument(what + ": gene queries need the matrix in memory; this dataset is streamed from "
+                                    "its file (raise EngineConfig::memory_budget_bytes)");
+    return data;
+}
+
+/// var['gene_ids'] when it is a string column of the right length; empty otherwise.
+std::span<const std::string> gene_ids_of(const Table& var) {
+    if (const Column* ids = var.find("gene_ids"))
+        if (const auto* strings = std::get_if<StringColumn>(&ids->data))
+            if (strings->values.size() == var.index().size()) return strings->values;
+    return {};
+}
+
+std::shared_ptr<const AnalysisSnapshot> current_snapshot(const Engine::State& state) {
+    std::lock_guard lock(state.mutex);
+    return state.snapshot;
+}
+
+/// Raw row of every analysed cell (obs order): the snapshot's `cells`, or every row.
+std::vector<std::int64_t> analysed_rows(const AnalysisSnapshot* snapshot, std::int64_t num_raw_cells) {
+    if (snapshot && !snapshot->cells.empty()) return snapshot->cells;
+    std::vector<std::int64_t> rows(static_cast<std::size_t>(num_raw_cells));
+    for (std::int64_t row = 0; row < num_raw_cells; ++row) rows[static_cast<std::size_t>(row)] = row;
+    return rows;
+}
+
+}  // namespace
+
+Pending<CellMask> Engine::evaluate_filter(std::string expression, ValueLayer layer) {
+    auto state = m_state;
+    auto slot = std::make_shared<ResultSlot<CellMask>>();
+    JobHandle handle = state->query.submit("filter", [state, slot, expression, layer](JobContext& ctx) {
+        state->begin_step(ctx, "filter");
+        const auto data = queryable_data(*state, "filter '" + expression + "'");
+        const FilterExpression parsed = parse_filter(expression);
+        const GeneLookup lookup(data->meta.var.index(), gene_ids_of(data->meta.var));
+        const std::vector<std::int32_t> genes = resolve_filter_genes(parsed, lookup);
+
+        GeneFilterOptions options;
+        options.layer = layer == ValueLayer::Counts ? FilterLayer::Counts : FilterLayer::LogNorm;
+        std::vector<std::vector<float>> columns;
+        {
+            std::lock_guard lock(data->raw_mutex);
+            columns = filter_gene_values(data->raw, genes, data->qc.total_counts, options, ctx);
+        }
+        ctx.checkpoint();
+        const GeneFilterResult raw = fathom::evaluate_filter(parsed, columns);
+
+        // From raw rows to the analysed cells, in obs order.
+        const auto snapshot = current_snapshot(*state);
+        const auto rows = analysed_rows(snapshot.get(), data->raw.num_cells());
+        auto result = std::make_shared<CellMask>();
+        result->expression = expression;
+        result->mask.resize(rows.size());
+        for (std::size_t cell = 0; cell < rows.size(); ++cell) {
+            result->mask[cell] = raw.mask[static_cast<std::size_t>(rows[cell])];
+            result->num_matching += result->mask[cell];
+        }
+        if (snapshot && snapshot->obs && snapshot->obs->num_rows() == static_cast<std::int64_t>(rows.size())) {
+            if (const Column* leiden = snapshot->obs->find("leiden")) {
+                if (const auto* clusters = std::get_if<CategoricalColumn>(&leiden->data)) {
+                    std::vector<std::int64_t> counts(clusters->categories.size(), 0);
+                    for (std::size_t cell = 0; cell < rows.size(); ++cell) {
+                        const std::int32_t code = clusters->codes[cell];
+                        if (result->mask[cell] && code >= 0 && static_cast<std::size_t>(code) < counts.size())
+                            ++counts[static_cast<std::size_t>(code)];
+                    }
+                    for (std::size_t category = 0; category < counts.size(); ++category)
+                        result->by_cluster.emplace_back(clusters->categories[category], counts[category]);
+                }
+            }
+        }
+        slot->set(std::move(result));
+    });
+    return Pending<CellMask>(std::move(handle), std::move(slot));
+}
+
+Pending<GeneValues> Engine::gene_set_score(std::vector<std::string> genes) {
+    auto state = m_state;
+    auto slot = std::make_shared<ResultSlot<GeneValues>>();
+    JobHandle handle = state->query.submit("gene set", [state, slot, genes](JobContext& ctx) {
+        state->begin_step(ctx, "gene set");
+        const auto data = queryable_data(*state, "gene set score");
+        if (genes.empty()) throw std::invalid_argument("gene set score: the gene set is empty");
+        const GeneLookup lookup(data->meta.var.index(), gene_ids_of(data->meta.var));
+        std::vector<std::int32_t> indices;
+        std::vector<std::string> missing;
+        for (const auto& gene : genes) {
+            const std::int32_t index = lookup.find(gene);
+            if (index >= 0)
+                indices.push_back(index);
+            else
+                missing.push_back(gene);
+        }
+        const auto list = [](const std::vector<std::string>& names) {
+            std::string text;
+            for (std::size_t index = 0; index < names.size() && index < 10; ++index) text += (index ? ", " : "") + names[index];
+            if (names.size() > 10) text += ", ... (" + std::to_string(names.size()) + " in all)";
+            return text;
+        };
+        if (indices.empty())
+            throw std::invalid_argument("gene set score: none of the " + std::to_string(genes.size()) +
+                                        " genes is in var names or var['gene_ids']: " + list(missing));
+
+        GeneSetScoreResult score;
+        {
+            std::lock_guard lock(data->raw_mutex);
+            score = score_gene_set(data->raw, indices, data->qc.total_counts, GeneSetScoreOptions{}, ctx);
+        }
+        const auto snapshot = current_snapshot(*state);
+        const auto rows = analysed_rows(snapshot.get(), data->raw.num_cells());
+        auto result = std::make_shared<GeneValues>();
+        result->gene = "mean of " + std::to_string(score.genes.size()) + (score.genes.size() == 1 ? " gene" : " genes");
+        if (!missing.empty()) result->gene += " (" + std::to_string(missing.size()) + " not found: " + list(missing) + ")";
+        result->gene_index = -1;
+        result->layer = ValueLayer::LogNorm;
+        result->values.resize(rows.size());
+        for (std::size_t cell = 0; cell < rows.size(); ++cell)
+            result->values[cell] = static_cast<float>(score.scores[static_cast<std::size_t>(rows[cell])]);
+        if (!result->values.empty()) {
+            const auto [low, high] = std::minmax_element(result->values.begin(), result->values.end());
+            result->min_value = *low;
+            result->max_value = *high;
+        }
+        slot->set(std::move(result));
+    });
+    return Pending<GeneValues>(std::move(handle), std::move(slot));
+}
+
+}  // namespace fathom
