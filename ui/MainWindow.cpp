@@ -598,8 +598,17 @@ bool MainWindow::showEmbedding(const QString& key) {
     d->plot->setPositions(matrix.data(), matrix.rows(), matrix.cols(),
                           same_key && same_cells ? PlotView::FitPolicy::FitUnlessUserMoved : PlotView::FitPolicy::Fit);
     d->embedding_key = key;
-    if (d->snapshot->obs && d->snapshot->obs->num_rows() == matrix.rows())
+    if (d->snapshot->obs && d->snapshot->obs->num_rows() == matrix.rows()) {
         d->plot->setCellNames(std::shared_ptr<const std::vector<std::string>>(d->snapshot->obs, &d->snapshot->obs->index()));
+        // The hover readout names the cluster whatever the colouring.
+        for (const char* cluster_key : {"leiden", "louvain", "cell_type", "clusters"}) {
+            const Column* column = d->snapshot->obs->find(cluster_key);
+            const auto* categorical = column ? std::get_if<CategoricalColumn>(&column->data) : nullptr;
+            if (!categorical) continue;
+            d->plot->setHoverCategories(QString::fromUtf8(cluster_key), categorical->codes, categorical->categories);
+            break;
+        }
+    }
     if (!same_cells && !d->color_key.isEmpty()) colorBy(d->color_key);
     return true;
 }

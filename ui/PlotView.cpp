@@ -10,6 +10,7 @@
 #include <QOpenGLExtraFunctions>
 #include <QOpenGLShaderProgram>
 #include <QSurfaceFormat>
+#include <QTimer>
 #include <QWheelEvent>
 #include <algorithm>
 #include <cmath>
@@ -37,6 +38,8 @@ constexpr double k_auto_density_min_points = 200000.0;
 constexpr double k_auto_density_points_per_pixel = 0.25;
 // The density aggregation covers the viewport plus this fraction of it on every side.
 constexpr double k_density_margin = 0.35;
+// After a zoom the density image is resampled until zooming pauses this long.
+constexpr int k_density_refresh_ms = 150;
 
 ImVec4 to_imvec4(Rgba8 color, float alpha = 1.0f) {
     return {color.r / 255.0f, color.g / 255.0f, color.b / 255.0f, alpha};
@@ -53,6 +56,9 @@ struct PlotView::Private {
     WorldRect bounds;
     std::uint64_t data_generation = 0;
     std::shared_ptr<const std::vector<std::string>> names;
+    QString hover_name;
+    std::vector<std::int32_t> hover_codes;
+    std::vector<std::string> hover_categories;
 
     ColorKind kind = ColorKind::Uniform;
     QString color_name;
@@ -122,6 +128,8 @@ struct PlotView::Private {
     int density_downsample = 1;
     Vec2 density_center;          // world point at the aggregation texture's centre
     double density_scale = 0.0;   // device px per world unit when aggregated
+    QTimer density_refresh_timer; // re-aggregation after a zoom pauses
+    bool density_refresh_due = false;
 
     // ---- overlay and interaction ----
     ImGuiLayer overlay;
@@ -160,6 +168,12 @@ PlotView::PlotView(QWidget* parent) : QOpenGLWidget(parent), d(std::make_unique<
     setFocusPolicy(Qt::StrongFocus);
     setMinimumSize(120, 120);
     d->frame_clock.start();
+    d->density_refresh_timer.setSingleShot(true);
+    d->density_refresh_timer.setInterval(k_density_refresh_ms);
+    connect(&d->density_refresh_timer, &QTimer::timeout, this, [this] {
+        d->density_refresh_due = true;
+        markSceneDirty(false);
+    });
 }
 
 PlotView::~PlotView() {
@@ -209,6 +223,9 @@ void PlotView::setPositions(std::vector<float> xy, FitPolicy fit) {
     d->hovered = -1;
     if (!same_cells) {
         d->names.reset();
+        d->hover_name.clear();
+        d->hover_codes.clear();
+        d->hover_categories.clear();
         d->cell_mask.clear();
         d->kind = ColorKind::Uniform;
         d->color_name.clear();
@@ -240,6 +257,13 @@ void PlotView::setPositions(const float* matrix, std::int64_t rows, std::int64_t
 }
 
 void PlotView::setCellNames(std::shared_ptr<const std::vector<std::string>> names) { d->names = std::move(names); }
+
+void PlotView::setHoverCategories(const QString& name, std::vector<std::int32_t> codes,
+                                  std::vector<std::string> categories) {
+    d->hover_name = name;
+    d->hover_codes = std::move(codes);
+    d->hover_categories = std::move(categories);
+}
 std::int64_t PlotView::numPoints() const { return d->num_points; }
 const std::vector<float>& PlotView::positions() const { return d->positions; }
 
@@ -511,6 +535,12 @@ QString PlotView::hoverText() const {
         const float value = d->values[cell];
         text += QStringLiteral("\n%1: %2").arg(d->color_name,
                                                value == value ? QString::number(value, 'g', 4) : QStringLiteral("NA"));
+    }
+    if (!d->hover_name.isEmpty() && d->hover_name != d->color_name && static_cast<std::size_t>(cell) < d->hover_codes.size()) {
+        const std::int32_t code = d->hover_codes[cell];
+        text += QStringLiteral("\n%1: %2").arg(d->hover_name, code >= 0 && static_cast<std::size_t>(code) < d->hover_categories.size()
+                                                                  ? QString::fromStdString(d->hover_categories[code])
+                                                                  : QStringLiteral("NA"));
     }
     return text;
 }
@@ -801,19 +831,31 @@ void PlotView::renderDensity() {
     // that stays inside it only moves the resolve pass's lookup (no pass over the cells).
     const QSize size(static_cast<int>(std::ceil(screen.width() * (1.0 + 2.0 * k_density_margin) / downsample)),
                      static_cast<int>(std::ceil(screen.height() * (1.0 + 2.0 * k_density_margin) / downsample)));
-    auto lookup_offset = [&](Vec2 center) {
-        // Aggregation texel (device px) of screen pixel (0, 0), GL orientation (y up).
-        return std::array<double, 2>{size.width() * downsample / 2.0 - screen.width() / 2.0 +
-                                         (d->view.center().x - center.x) * scale,
-                                     size.height() * downsample / 2.0 - screen.height() / 2.0 +
-                                         (d->view.center().y - center.y) * scale};
+    // Screen pixel p (device px, GL orientation) reads aggregation texel
+    // (p * lookup_scale + offset) / downsample: lookup_scale is the aggregation's scale
+    // over the view's (1 unless a zoom has not been re-aggregated yet).
+    auto lookup = [&](Vec2 center, double aggregated_scale) {
+        const double ratio_of_scales = aggregated_scale / scale;
+        return std::array<double, 3>{
+            size.width() * downsample / 2.0 - screen.width() / 2.0 * ratio_of_scales +
+                (d->view.center().x - center.x) * aggregated_scale,
+            size.height() * downsample / 2.0 - screen.height() / 2.0 * ratio_of_scales +
+                (d->view.center().y - center.y) * aggregated_scale,
+            ratio_of_scales};
     };
-    bool reuse = !d->density_dirty && d->density_size == size && d->density_scale == scale;
-    if (reuse) {
-        const auto offset = lookup_offset(d->density_center);
-        reuse = offset[0] >= 0.0 && offset[1] >= 0.0 && offset[0] + screen.width() <= size.width() * downsample &&
-                offset[1] + screen.height() <= size.height() * downsample;
+    auto covers_screen = [&](const std::array<double, 3>& map) {
+        return map[0] >= 0.0 && map[1] >= 0.0 && map[0] + screen.width() * map[2] <= size.width() * downsample &&
+               map[1] + screen.height() * map[2] <= size.height() * downsample;
+    };
+    bool reuse = !d->density_dirty && d->density_size == size && d->density_scale > 0.0 &&
+                 covers_screen(lookup(d->density_center, d->density_scale));
+    if (reuse && d->density_scale != scale) {
+        // A zoom: show the current aggregation resampled at once and re-aggregate when the
+        // zooming pauses (each wheel step would otherwise cost a pass over every cell).
+        if (d->density_refresh_due) reuse = false;
+        else d->density_refresh_timer.start();
     }
+    d->density_refresh_due = false;
     ensure_color_target(gl, d->density_framebuffer, d->density_texture, d->density_size, size, GL_RGBA32F, GL_RGBA,
                         GL_FLOAT);
     const int mode = d->kind == ColorKind::Categorical ? 1 : d->kind == ColorKind::Continuous ? 2 : 0;
@@ -862,7 +904,7 @@ void PlotView::renderDensity() {
         ++d->stats.density_aggregations;
         d->stats.drawn_points = d->drawable;
     }
-    const auto offset = lookup_offset(d->density_center);
+    const auto map = lookup(d->density_center, d->density_scale);
     const Rgba8 background = d->background();
     gl->glBindFramebuffer(GL_FRAMEBUFFER, d->scene_framebuffer);
     gl->glViewport(0, 0, screen.width(), screen.height());
@@ -880,8 +922,9 @@ void PlotView::renderDensity() {
     gl->glUniform3f(d->resolve_program.uniformLocation("u_background"), background.r / 255.0f, background.g / 255.0f,
                     background.b / 255.0f);
     gl->glUniform1i(d->resolve_program.uniformLocation("u_downsample"), downsample);
-    gl->glUniform2f(d->resolve_program.uniformLocation("u_offset"), static_cast<float>(offset[0]),
-                    static_cast<float>(offset[1]));
+    gl->glUniform2f(d->resolve_program.uniformLocation("u_offset"), static_cast<float>(map[0]),
+                    static_cast<float>(map[1]));
+    gl->glUniform1f(d->resolve_program.uniformLocation("u_lookup_scale"), static_cast<float>(map[2]));
     gl->glBindVertexArray(d->empty_vertex_array);
     gl->glDrawArrays(GL_TRIANGLES, 0, 3);
     gl->glBindVertexArray(0);

@@ -71,6 +71,9 @@ public:
     void setPositions(const float* matrix, std::int64_t rows, std::int64_t cols, FitPolicy fit = FitPolicy::Fit);
     /// Cell names shown by the hover readout (obs index); may be null.
     void setCellNames(std::shared_ptr<const std::vector<std::string>> names);
+    /// A categorical annotation the hover readout always shows (e.g. the cluster while
+    /// colouring by a gene); codes index `categories`, -1 = missing. Empty name = none.
+    void setHoverCategories(const QString& name, std::vector<std::int32_t> codes, std::vector<std::string> categories);
     std::int64_t numPoints() const;
     const std::vector<float>& positions() const;
 

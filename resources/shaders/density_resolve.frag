@@ -7,6 +7,7 @@ uniform float u_log_max;       // log(1 + largest count)
 uniform vec3 u_background;
 uniform int u_downsample;      // screen pixels per aggregation texel
 uniform vec2 u_offset;         // aggregation position (device px) of screen pixel (0, 0)
+uniform float u_lookup_scale;  // aggregation px per screen px (1 except right after a zoom)
 
 out vec4 o_color;
 
@@ -16,7 +17,7 @@ vec3 colormap(float t) {
 }
 
 void main() {
-    ivec2 texel = ivec2(floor(gl_FragCoord.xy + u_offset)) / u_downsample;
+    ivec2 texel = ivec2(floor(gl_FragCoord.xy * u_lookup_scale + u_offset)) / u_downsample;
     vec4 sums = texelFetch(u_sums, texel, 0);
     float count = sums.r;
     if (count <= 0.0) {
