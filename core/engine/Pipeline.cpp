@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "core/algo/leiden.hpp"
+#include "core/algo/markers.hpp"
 #include "core/algo/recipes.hpp"
 #include "core/algo/umap.hpp"
 #include "core/engine/detail/EngineState.hpp"
@@ -298,6 +299,44 @@ void run_leiden(Engine::State& state, const PipelineSettings& settings, JobConte
     cache.leiden_seed = options.seed;
 }
 
+/// Marker genes of the Leiden clusters, as scanpy's rank_genes_groups on the recipe's
+/// output (adata.X: the scaled HVG block; reference 'rest'). The block stays sparse:
+/// the t-test takes the scaled moments analytically from the log values. A clipped
+/// scaling (the seurat recipe's max_value) cannot be undone that way, so there the
+/// log-normalised HVG values are tested, as with scanpy's use_raw on log data.
+void run_markers(Engine::State& state, const LoadedData& data, const PipelineSettings& settings, JobContext& ctx) {
+    auto& cache = state.cache;
+    state.begin_step(ctx, "markers");
+    RankGenesGroupsOptions options;
+    options.method = settings.markers == "wilcoxon" ? MarkerMethod::Wilcoxon : MarkerMethod::TTest;
+    validate(options);
+    std::int32_t num_groups = 0;
+    for (const auto label : cache.leiden) num_groups = std::max(num_groups, label + 1);
+    std::vector<std::string> names;
+    for (std::int32_t group = 0; group < num_groups; ++group) names.push_back(std::to_string(group));
+    const Standardization standardization =
+        cache.scaling.max_value || cache.scaling.min_value ? Standardization{} : cache.scaling.standardization();
+    const RankGenesGroupsResult result =
+        rank_genes_groups(*cache.hvg_block, standardization, cache.leiden, names, options, ctx);
+    const auto& gene_names = data.meta.var.index();
+    cache.markers.clear();
+    for (const auto& group : result.groups) {
+        MarkerGroup out;
+        out.group = group.name;
+        for (const auto& gene : group.genes) {
+            out.genes.push_back(gene_names[static_cast<std::size_t>(cache.hvg_genes[static_cast<std::size_t>(gene.gene)])]);
+            out.scores.push_back(gene.score);
+            out.logfoldchanges.push_back(gene.logfoldchange);
+            out.pvals.push_back(gene.pval);
+            out.pvals_adj.push_back(gene.pval_adj);
+            out.pct_group.push_back(gene.pct_group);
+            out.pct_rest.push_back(gene.pct_rest);
+        }
+        cache.markers.push_back(std::move(out));
+    }
+    cache.markers_method = settings.markers;
+}
+
 }  // namespace
 
 void run_pipeline(Engine::State& state, const PipelineSettings& settings, JobContext& ctx) {
@@ -343,6 +382,11 @@ void run_pipeline(Engine::State& state, const PipelineSettings& settings, JobCon
     if (settings.run_leiden) {
         changed = after_neighbors;
         stage(cache.leiden_key, leiden_key, [&] { run_leiden(state, settings, ctx); });
+        if (!settings.markers.empty())
+            stage(cache.markers_key, key_of(leiden_key, settings.markers),
+                  [&] { run_markers(state, *data, settings, ctx); });
+        else
+            cache.markers_key.reset();
     }
 
     state.publish(build_snapshot(state, *data));
@@ -472,6 +516,38 @@ std::shared_ptr<AnalysisSnapshot> build_snapshot(const Engine::State& state, con
     return snapshot;
 }
 
+/// uns['rank_genes_groups'] in scanpy's layout: params, and record arrays (one field
+/// per group, n_genes rows) of names, scores, logfoldchanges (float32), pvals and
+/// pvals_adj (float64).
+static UnsNode rank_genes_groups_uns(const AnalysisSnapshot& snapshot, const StageCache& cache) {
+    UnsNode node;
+    auto& params = node["params"];
+    params["groupby"] = UnsNode::leaf(snapshot.markers_groupby);
+    params["reference"] = UnsNode::leaf(std::string("rest"));
+    params["method"] = UnsNode::leaf(cache.markers_method);
+    params["use_raw"] = UnsNode::leaf(false);
+    params["corr_method"] = UnsNode::leaf(std::string("benjamini-hochberg"));
+    std::size_t rows = snapshot.markers.front().genes.size();
+    for (const auto& group : snapshot.markers) rows = std::min(rows, group.genes.size());
+    UnsRecords names, scores, logfoldchanges, pvals, pvals_adj;
+    scores.single_precision = logfoldchanges.single_precision = true;
+    for (const auto& group : snapshot.markers) {
+        for (UnsRecords* records : {&names, &scores, &logfoldchanges, &pvals, &pvals_adj}) records->fields.push_back(group.group);
+        const auto head = [rows](const auto& values) { return std::vector(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(rows)); };
+        names.strings.push_back(head(group.genes));
+        scores.numbers.push_back(head(group.scores));
+        logfoldchanges.numbers.push_back(head(group.logfoldchanges));
+        pvals.numbers.push_back(head(group.pvals));
+        pvals_adj.numbers.push_back(head(group.pvals_adj));
+    }
+    node["names"] = UnsNode::leaf(std::move(names));
+    node["scores"] = UnsNode::leaf(std::move(scores));
+    node["logfoldchanges"] = UnsNode::leaf(std::move(logfoldchanges));
+    node["pvals"] = UnsNode::leaf(std::move(pvals));
+    node["pvals_adj"] = UnsNode::leaf(std::move(pvals_adj));
+    return node;
+}
+
 Dataset export_dataset(const Engine::State& state, const LoadedData& data, const AnalysisSnapshot& snapshot) {
     const auto& cache = state.cache;
     Dataset out;
@@ -516,6 +592,7 @@ Dataset export_dataset(const Engine::State& state, const LoadedData& data, const
         params["n_iterations"] = UnsNode::leaf(static_cast<std::int64_t>(-1));
         leiden["modularity"] = UnsNode::leaf(cache.modularity);
     }
+    if (cache.markers_key && !snapshot.markers.empty()) out.uns["rank_genes_groups"] = rank_genes_groups_uns(snapshot, cache);
     return out;
 }
 

@@ -257,6 +257,9 @@ void write_uns(const h5::File& file, const std::string& object, const UnsNode& n
             } else if constexpr (std::is_same_v<T, DenseMatrix<double>>) {
                 h5::write_array<double>(file, object, {value.rows(), value.cols()}, value.data(), 0);
                 set_encoding(file, object, "array", "0.2.0");
+            } else if constexpr (std::is_same_v<T, UnsRecords>) {
+                h5::write_records(file, object, value.fields, value.strings, value.numbers, value.single_precision);
+                set_encoding(file, object, "rec-array", "0.2.0");
             }
         },
         node.value);

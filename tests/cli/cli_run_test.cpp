@@ -41,7 +41,7 @@ TEST(CliRun, WritesAnH5adThatAnndataReadsWithEveryPipelineOutput) {
     const auto csv = (folder / "csv").string();
     const auto result = run_command(cli + " run " + shell_quote(synthetic_input(1500)) +
                                     " --recipe zheng17 --n-top-genes 300 --n-pcs 30 --devices cpu:2 --neighbors 15 --umap"
-                                    " --out " + shell_quote(out) + " --report " + shell_quote(report) +
+                                    " --leiden 1.0 --markers t-test --out " + shell_quote(out) + " --report " + shell_quote(report) +
                                     " --export-csv " + shell_quote(csv) + " 2>&1");
     ASSERT_EQ(result.exit_code, 0) << result.output;
     ASSERT_TRUE(std::filesystem::exists(out));
@@ -59,7 +59,14 @@ TEST(CliRun, WritesAnH5adThatAnndataReadsWithEveryPipelineOutput) {
         EXPECT_GE(step["wall_seconds"].get<double>(), 0.0);
         EXPECT_GT(step["peak_rss_bytes"].get<std::int64_t>(), 0);
     }
-    for (const char* expected : {"read", "qc", "preprocess", "hvg", "scale", "pca", "neighbors", "umap", "export"})
+    std::ifstream markers_csv(csv + "/markers.csv");
+    std::getline(markers_csv, header);
+    EXPECT_EQ(header, "group,gene,score,logfc,pval,pval_adj,pct");
+    std::ifstream leiden_csv(csv + "/leiden.csv");
+    std::getline(leiden_csv, header);
+    EXPECT_EQ(header, "Barcode,leiden");
+    for (const char* expected :
+         {"read", "qc", "preprocess", "hvg", "scale", "pca", "neighbors", "umap", "leiden", "markers", "export"})
         EXPECT_NE(std::find(steps.begin(), steps.end(), expected), steps.end()) << expected;
 
     FATHOM_REQUIRE_PYTHON("anndata", "numpy");
@@ -83,6 +90,24 @@ assert d.shape == (1500, 1500) and np.all(np.diff(d.indptr) == 14), 'k-1 non-sel
 assert abs(c - c.T).max() < 1e-6 and c.max() <= 1 and c.diagonal().sum() == 0
 assert a.obsm['X_umap'].shape == (1500, 2) and np.isfinite(a.obsm['X_umap']).all()
 assert a.uns['neighbors']['connectivities_key'] == 'connectivities'
+leiden = a.obs['leiden']
+assert leiden.dtype == 'category', leiden.dtype
+groups = list(leiden.cat.categories)
+assert groups == [str(k) for k in range(len(groups))] and len(groups) >= 3, groups
+sizes = leiden.value_counts(sort=False).values
+assert all(sizes[k] >= sizes[k + 1] for k in range(len(sizes) - 1)), 'clusters numbered by size'
+assert len(a.uns['leiden_colors']) == len(groups)
+rgg = a.uns['rank_genes_groups']
+assert rgg['params']['groupby'] == 'leiden' and rgg['params']['method'] == 't-test', rgg['params']
+assert rgg['params']['reference'] == 'rest'
+names, scores = rgg['names'], rgg['scores']
+assert tuple(names.dtype.names) == tuple(groups), names.dtype
+assert names.shape == scores.shape and names.shape[0] >= 10
+for group in groups:
+    s = np.asarray(scores[group], dtype=float)
+    assert np.all(np.diff(s) <= 0), 'scores sorted, best first'
+    assert set(names[group]) <= set(a.var_names)
+    p = np.asarray(rgg['pvals_adj'][group]); assert np.all((p >= 0) & (p <= 1))
 print('ok')
 )", {out});
     EXPECT_EQ(check.exit_code, 0) << check.output;

@@ -179,14 +179,103 @@ TEST_P(EngineCancel, CancelAtAStepEndsCancelledAndKeepsEarlierResults) {
         EXPECT_FALSE(std::filesystem::exists(path));
         return;
     }
-    const auto status = finish(engine.run(small_settings()));
+    PipelineSettings settings = small_settings();
+    if (target == "leiden" || target == "markers") {
+        settings.run_leiden = true;
+        settings.markers = "t-test";
+    }
+    const auto status = finish(engine.run(settings));
     EXPECT_EQ(status.state, JobState::Cancelled);
     EXPECT_EQ(engine.snapshot(), before) << "earlier results stay published";
 }
 
 INSTANTIATE_TEST_SUITE_P(EverySteps, EngineCancel,
-                         ::testing::Values("read", "qc", "preprocess", "hvg", "scale", "pca", "neighbors", "gene",
-                                           "export"));
+                         ::testing::Values("read", "qc", "preprocess", "hvg", "scale", "pca", "neighbors", "leiden",
+                                           "markers", "gene", "export"));
+
+TEST(Engine, LeidenClustersAndTheirMarkersFollowTheSyntheticCellTypes) {
+    Engine engine(EngineConfig{"cpu:3"});
+    ASSERT_EQ(finish(engine.open(dataset_path())).state, JobState::Succeeded);
+    PipelineSettings settings = small_settings();
+    settings.run_leiden = true;
+    settings.markers = "t-test";
+    const auto status = finish(engine.run(settings));
+    ASSERT_EQ(status.state, JobState::Succeeded) << status.message;
+    EXPECT_EQ(steps_of(status),
+              (std::vector<std::string>{"preprocess", "hvg", "scale", "pca", "neighbors", "leiden", "markers"}));
+    const auto snapshot = engine.snapshot();
+    const auto* leiden = std::get_if<CategoricalColumn>(&snapshot->obs->find("leiden")->data);
+    ASSERT_NE(leiden, nullptr);
+    const auto* truth = std::get_if<CategoricalColumn>(&snapshot->obs->find("cell_type")->data);
+    ASSERT_NE(truth, nullptr);
+    const auto num_clusters = leiden->categories.size();
+    ASSERT_GE(num_clusters, 4u);
+    EXPECT_EQ(snapshot->colors.at("leiden").size(), num_clusters);
+
+    // Each cluster is (almost) one cell type; its top markers are that type's markers.
+    io::SynthOptions options;
+    options.num_cells = 900;
+    options.num_genes = 700;
+    options.num_cell_types = 4;
+    options.markers_per_type = 20;
+    options.seed = 5;
+    const io::SynthModel model = io::synthetic_model(options);
+    std::vector<std::vector<std::int64_t>> counts(num_clusters, std::vector<std::int64_t>(truth->categories.size(), 0));
+    for (std::size_t cell = 0; cell < leiden->codes.size(); ++cell)
+        ++counts[static_cast<std::size_t>(leiden->codes[cell])][static_cast<std::size_t>(truth->codes[cell])];
+    ASSERT_EQ(snapshot->markers.size(), num_clusters);
+    const auto& highly_variable = std::get<BoolColumn>(snapshot->var->find("highly_variable")->data).values;
+    ASSERT_EQ(model.gene_names.size(), highly_variable.size());
+    int clusters_with_eight_hvg_markers = 0;
+    EXPECT_EQ(snapshot->markers_groupby, "leiden");
+    for (std::size_t cluster = 0; cluster < num_clusters; ++cluster) {
+        const auto& row = counts[cluster];
+        const auto majority = static_cast<std::size_t>(std::max_element(row.begin(), row.end()) - row.begin());
+        std::int64_t total = 0;
+        for (auto count : row) total += count;
+        EXPECT_GE(static_cast<double>(row[majority]) / static_cast<double>(total), 0.9) << "cluster " << cluster;
+        const auto& markers = snapshot->markers[cluster];
+        EXPECT_EQ(markers.group, leiden->categories[cluster]);
+        ASSERT_GE(markers.genes.size(), 10u);
+        // The model's type order follows cell_type's categories ("type01", ...).
+        const auto type = static_cast<std::size_t>(
+            std::find(model.cell_type_names.begin(), model.cell_type_names.end(), truth->categories[majority]) -
+            model.cell_type_names.begin());
+        ASSERT_LT(type, model.markers.size());
+        // Markers are tested on the HVG block (as scanpy on the recipe's output); the
+        // largest type's markers are the least over-dispersed, so only some are HVGs.
+        std::set<std::string> true_markers;
+        for (const auto gene : model.markers[type])
+            if (highly_variable[static_cast<std::size_t>(gene)]) true_markers.insert(model.gene_names[static_cast<std::size_t>(gene)]);
+        clusters_with_eight_hvg_markers += true_markers.size() >= 8 ? 1 : 0;
+        int hits = 0;
+        for (std::size_t rank = 0; rank < 10; ++rank) {
+            hits += true_markers.count(markers.genes[rank]) ? 1 : 0;
+            if (rank > 0) {
+                EXPECT_LE(markers.scores[rank], markers.scores[rank - 1]);
+            }
+            EXPECT_GE(markers.pvals_adj[rank], 0.0);
+            EXPECT_LE(markers.pvals_adj[rank], 1.0);
+        }
+        std::string top;
+        for (std::size_t rank = 0; rank < 10; ++rank) top += " " + markers.genes[rank] + "=" + std::to_string(markers.scores[rank]);
+        EXPECT_GE(hits, std::min<int>(8, static_cast<int>(true_markers.size())))
+            << "cluster " << cluster << " (" << truth->categories[majority] << ", " << true_markers.size()
+            << " markers among the HVGs):" << top;
+    }
+    EXPECT_GE(clusters_with_eight_hvg_markers, 2) << "the check above must bite on most clusters";
+
+    // A new resolution recomputes Leiden and the markers, nothing before them.
+    settings.resolution = 0.5;
+    const auto again = finish(engine.run(settings));
+    ASSERT_EQ(again.state, JobState::Succeeded) << again.message;
+    EXPECT_EQ(steps_of(again), (std::vector<std::string>{"leiden", "markers"}));
+    // Switching the test recomputes only the markers.
+    settings.markers = "wilcoxon";
+    const auto wilcoxon = finish(engine.run(settings));
+    ASSERT_EQ(wilcoxon.state, JobState::Succeeded) << wilcoxon.message;
+    EXPECT_EQ(steps_of(wilcoxon), (std::vector<std::string>{"markers"}));
+}
 
 TEST(Engine, CancelledRunLeavesTheEngineUsable) {
     bool cancel_once = true;

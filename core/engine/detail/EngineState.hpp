@@ -74,6 +74,7 @@ struct StageCache {
     std::uint64_t leiden_seed = 0;
     std::optional<std::string> markers_key;
     std::vector<MarkerGroup> markers;
+    std::string markers_method;                  ///< "t-test" or "wilcoxon"
 
     void clear() { *this = StageCache{}; }
 };

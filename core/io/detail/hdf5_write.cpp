@@ -258,6 +258,47 @@ void write_string_scalar(const File& file, const std::string& object, const std:
     write_whole(file, object, type.get(), {}, &pointer, 0);
 }
 
+void write_records(const File& file, const std::string& object, const std::vector<std::string>& fields,
+                   const std::vector<std::vector<std::string>>& strings, const std::vector<std::vector<double>>& numbers,
+                   bool single_precision) {
+    const bool text = !strings.empty();
+    const std::size_t num_fields = fields.size();
+    if ((text ? strings.size() : numbers.size()) != num_fields)
+        throw std::invalid_argument(object + ": " + std::to_string(num_fields) + " record fields but " +
+                                    std::to_string(text ? strings.size() : numbers.size()) + " columns");
+    const std::size_t rows = num_fields == 0 ? 0 : (text ? strings.front().size() : numbers.front().size());
+    for (std::size_t field = 0; field < num_fields; ++field)
+        if ((text ? strings[field].size() : numbers[field].size()) != rows)
+            throw std::invalid_argument(object + ": record field '" + fields[field] + "' has a different length");
+    Handle member(text ? H5Tcopy(H5T_C_S1) : H5Tcopy(single_precision ? H5T_NATIVE_FLOAT : H5T_NATIVE_DOUBLE), H5Tclose);
+    if (text) {
+        H5Tset_size(member.get(), H5T_VARIABLE);
+        H5Tset_cset(member.get(), H5T_CSET_UTF8);
+    }
+    const std::size_t member_size = text ? sizeof(const char*) : (single_precision ? sizeof(float) : sizeof(double));
+    const std::size_t record_size = std::max<std::size_t>(1, num_fields) * member_size;
+    Handle type(H5Tcreate(H5T_COMPOUND, record_size), H5Tclose);
+    for (std::size_t field = 0; field < num_fields; ++field)
+        H5Tinsert(type.get(), fields[field].c_str(), field * member_size, member.get());
+    std::vector<unsigned char> packed(std::max<std::size_t>(1, rows * record_size));
+    for (std::size_t row = 0; row < rows; ++row) {
+        unsigned char* record = packed.data() + row * record_size;
+        for (std::size_t field = 0; field < num_fields; ++field) {
+            unsigned char* slot = record + field * member_size;
+            if (text) {
+                const char* pointer = strings[field][row].c_str();
+                std::memcpy(slot, &pointer, sizeof pointer);
+            } else if (single_precision) {
+                const auto value = static_cast<float>(numbers[field][row]);
+                std::memcpy(slot, &value, sizeof value);
+            } else {
+                std::memcpy(slot, &numbers[field][row], sizeof(double));
+            }
+        }
+    }
+    write_whole(file, object, type.get(), {static_cast<hsize_t>(rows)}, packed.data(), 0);
+}
+
 void write_bools(const File& file, const std::string& object, const std::vector<std::uint8_t>& values,
                  int gzip_level) {
     Handle type = bool_type();

@@ -102,6 +102,12 @@ void write_bools(const File& file, const std::string& object, const std::vector<
 /// 1-D numpy 'S<width>' dataset, width = the longest value (at least 1).
 void write_fixed_strings(const File& file, const std::string& object, const std::vector<std::string>& values,
                          int gzip_level = 0);
+/// 1-D compound dataset with one field per column, as h5py writes a NumPy record
+/// array: text fields as variable-length UTF-8 strings, numbers as float32 or float64.
+/// Every column has the same length; either `strings` or `numbers` is used.
+void write_records(const File& file, const std::string& object, const std::vector<std::string>& fields,
+                   const std::vector<std::vector<std::string>>& strings, const std::vector<std::vector<double>>& numbers,
+                   bool single_precision);
 /// Scalar numeric attribute (h5py shows a numpy scalar, not a 1-element array).
 template <typename T>
 void write_scalar_attribute(const File& file, const std::string& object, const std::string& name, T value);
