@@ -1,5 +1,7 @@
 #include "core/io/detail/hdf5.hpp"
 
+#include "core/io/detail/chunk_reader.hpp"
+
 #include <algorithm>
 #include <array>
 #include <cerrno>
@@ -8,6 +10,7 @@
 #include <filesystem>
 #include <limits>
 #include <mutex>
+#include <type_traits>
 
 namespace fathom::io::h5 {
 
@@ -234,6 +237,14 @@ std::vector<T> File::read(const std::string& object, std::int64_t offset, std::i
         info.type_class != TypeClass::Enum)
         fail(object, "expected a numeric dataset");
     std::vector<T> values(static_cast<std::size_t>(count));
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, std::int32_t> ||
+                  std::is_same_v<T, std::int64_t>) {
+        // Large reads of compressed 1-D datasets: chunks decoded in parallel.
+        if (info.dims.size() == 1 && offset >= 0 && count > 0 && offset <= info.dims[0] && count <= info.dims[0] - offset) {
+            Handle dataset = open_dataset(object);
+            if (read_chunked_parallel(*this, dataset.get(), object, values.data(), offset, count)) return values;
+        }
+    }
     read_into(object, native_type<T>(), values.data(), offset, count);
     return values;
 }
