@@ -134,6 +134,14 @@ public:
     virtual std::int64_t nnz() const noexcept = 0;
     /// A deep copy on the same device (the engine keeps raw counts while steps mutate).
     virtual std::unique_ptr<Backend> clone() const = 0;
+    /// A deep copy on the same device holding only the genes with keep[g] = 1
+    /// (num_genes() flags), renumbered in order: clone() then subset_columns(), without
+    /// copying the columns that are dropped. This default does exactly that sequence.
+    virtual std::unique_ptr<Backend> clone_columns(std::span<const std::uint8_t> keep, JobContext& ctx) const {
+        auto copy = clone();
+        copy->subset_columns(keep, ctx);
+        return copy;
+    }
     /// A host copy of the shard (for writing outputs and for tests). Not for computing.
     virtual CsrShard to_host() const = 0;
 

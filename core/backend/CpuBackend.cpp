@@ -220,7 +220,14 @@ CpuBackend::CpuBackend(CsrShard shard, int index) : m_shard(std::move(shard)), m
 
 std::string CpuBackend::name() const { return "cpu:" + std::to_string(m_index); }
 
-std::unique_ptr<Backend> CpuBackend::clone() const { return std::make_unique<CpuBackend>(m_shard, m_index); }
+std::unique_ptr<Backend> CpuBackend::clone() const {
+    return std::unique_ptr<Backend>(new CpuBackend(m_shard, m_index, Trusted{}));
+}
+
+std::unique_ptr<Backend> CpuBackend::clone_columns(std::span<const std::uint8_t> keep, JobContext& ctx) const {
+    check_size("clone_columns", "keep", keep.size(), m_shard.num_genes);
+    return std::unique_ptr<Backend>(new CpuBackend(columns_kept(keep, ctx), m_index, Trusted{}));
+}
 
 RowStats CpuBackend::row_stats(std::span<const std::uint8_t> gene_mask, JobContext& ctx) const {
     if (!gene_mask.empty()) check_size("row_stats", "gene_mask", gene_mask.size(), m_shard.num_genes);
@@ -550,14 +557,17 @@ void CpuBackend::log1p(JobContext& ctx) {
     });
 }
 
-void CpuBackend::subset_columns(std::span<const std::uint8_t> keep, JobContext& ctx) {
-    check_size("subset_columns", "keep", keep.size(), m_shard.num_genes);
+CsrShard CpuBackend::columns_kept(std::span<const std::uint8_t> keep, JobContext& ctx) const {
     std::vector<std::int32_t> renumber(keep.size(), -1);
     std::int32_t kept = 0;
     for (std::size_t gene = 0; gene < keep.size(); ++gene)
         if (keep[gene]) renumber[gene] = kept++;
     const auto rows = static_cast<std::size_t>(m_shard.num_rows());
-    std::vector<std::int64_t> offsets(rows + 1, 0);
+    CsrShard out;
+    out.row_begin = m_shard.row_begin;
+    out.num_genes = kept;
+    std::vector<std::int64_t>& offsets = out.row_offsets;
+    offsets.assign(rows + 1, 0);
     parallel_rows(m_shard, ctx, [&](std::int64_t row) {
         std::int64_t count = 0;
         for (auto entry = m_shard.row_offsets[static_cast<std::size_t>(row)];
@@ -566,23 +576,30 @@ void CpuBackend::subset_columns(std::span<const std::uint8_t> keep, JobContext& 
         offsets[static_cast<std::size_t>(row) + 1] = count;
     });
     for (std::size_t row = 0; row < rows; ++row) offsets[row + 1] += offsets[row];
-    std::vector<std::int32_t> indices(static_cast<std::size_t>(offsets.back()));
-    std::vector<float> values(static_cast<std::size_t>(offsets.back()));
+    out.gene_indices.resize(static_cast<std::size_t>(offsets.back()));
+    out.values.resize(static_cast<std::size_t>(offsets.back()));
     parallel_rows(m_shard, ctx, [&](std::int64_t row) {
-        auto out = offsets[static_cast<std::size_t>(row)];
+        auto position = offsets[static_cast<std::size_t>(row)];
         for (auto entry = m_shard.row_offsets[static_cast<std::size_t>(row)];
              entry < m_shard.row_offsets[static_cast<std::size_t>(row) + 1]; ++entry) {
             const auto gene = renumber[static_cast<std::size_t>(m_shard.gene_indices[static_cast<std::size_t>(entry)])];
             if (gene < 0) continue;
-            indices[static_cast<std::size_t>(out)] = gene;
-            values[static_cast<std::size_t>(out)] = m_shard.values[static_cast<std::size_t>(entry)];
-            ++out;
+            out.gene_indices[static_cast<std::size_t>(position)] = gene;
+            out.values[static_cast<std::size_t>(position)] = m_shard.values[static_cast<std::size_t>(entry)];
+            ++position;
         }
     });
-    m_shard.row_offsets = std::move(offsets);
-    m_shard.gene_indices = std::move(indices);
-    m_shard.values = std::move(values);
-    m_shard.num_genes = kept;
+    return out;
+}
+
+void CpuBackend::subset_columns(std::span<const std::uint8_t> keep, JobContext& ctx) {
+    check_size("subset_columns", "keep", keep.size(), m_shard.num_genes);
+    if (std::all_of(keep.begin(), keep.end(), [](std::uint8_t flag) { return flag != 0; })) return;  // nothing dropped
+    CsrShard kept = columns_kept(keep, ctx);
+    m_shard.row_offsets = std::move(kept.row_offsets);
+    m_shard.gene_indices = std::move(kept.gene_indices);
+    m_shard.values = std::move(kept.values);
+    m_shard.num_genes = kept.num_genes;
 }
 
 void CpuBackend::subset_rows(std::span<const std::uint8_t> keep, std::int64_t new_row_begin, JobContext& ctx) {

@@ -22,7 +22,9 @@ public:
     std::int64_t num_rows() const noexcept override { return m_shard.num_rows(); }
     std::int64_t num_genes() const noexcept override { return m_shard.num_genes; }
     std::int64_t nnz() const noexcept override { return m_shard.nnz(); }
+    /// The copy of a valid shard is not validated again.
     std::unique_ptr<Backend> clone() const override;
+    std::unique_ptr<Backend> clone_columns(std::span<const std::uint8_t> keep, JobContext& ctx) const override;
     CsrShard to_host() const override { return m_shard; }
 
     RowStats row_stats(std::span<const std::uint8_t> gene_mask, JobContext& ctx) const override;
@@ -45,6 +47,12 @@ public:
     const CsrShard& shard() const noexcept { return m_shard; }
 
 private:
+    struct Trusted {};
+    /// For copies of a valid shard: no validation pass.
+    CpuBackend(CsrShard shard, int index, Trusted) : m_shard(std::move(shard)), m_index(index) {}
+    /// The shard's rows with only the kept columns, renumbered (keep: num_genes flags).
+    CsrShard columns_kept(std::span<const std::uint8_t> keep, JobContext& ctx) const;
+
     CsrShard m_shard;
     int m_index = 0;
 };

@@ -149,6 +149,19 @@ ShardSet ShardSet::clone() const {
     return ShardSet(std::move(backends), m_num_genes);
 }
 
+ShardSet ShardSet::clone_columns(std::span<const std::uint8_t> keep, JobContext& ctx) const {
+    if (static_cast<std::int64_t>(keep.size()) != m_num_genes)
+        throw std::invalid_argument("ShardSet::clone_columns: keep has " + std::to_string(keep.size()) +
+                                    " flags for " + std::to_string(m_num_genes) + " genes");
+    std::int64_t kept = 0;
+    for (const auto flag : keep) kept += flag ? 1 : 0;
+    std::vector<std::unique_ptr<Backend>> backends(m_backends.size());
+    for_each_shard([&](int index) {
+        backends[static_cast<std::size_t>(index)] = m_backends[static_cast<std::size_t>(index)]->clone_columns(keep, ctx);
+    });
+    return ShardSet(std::move(backends), kept);
+}
+
 MatrixShape ShardSet::shape() const noexcept {
     std::int64_t cells = 0;
     for (const auto& backend : m_backends) cells += backend->num_rows();

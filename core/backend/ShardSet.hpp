@@ -63,6 +63,9 @@ public:
     static ShardSet make_cpu(ShardedCsr matrix);
     /// Deep copy: every backend cloned on its device.
     ShardSet clone() const;
+    /// Deep copy holding only the genes with keep[g] = 1 (num_genes() flags), as
+    /// clone() followed by subset_columns() but without copying the dropped columns.
+    ShardSet clone_columns(std::span<const std::uint8_t> keep, JobContext& ctx) const;
 
     int num_shards() const noexcept { return static_cast<int>(m_backends.size()); }
     Backend& shard(int index) { return *m_backends.at(static_cast<std::size_t>(index)); }

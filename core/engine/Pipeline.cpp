@@ -45,13 +45,6 @@ std::vector<std::int64_t> iota_rows(std::int64_t count) {
     return rows;
 }
 
-FilterResult keep_mask(std::vector<std::uint8_t> keep) {
-    FilterResult result;
-    result.keep = std::move(keep);
-    for (auto flag : result.keep) (flag ? result.num_kept : result.num_removed) += 1;
-    return result;
-}
-
 CsrShard to_square(const CsrGraph& graph) {
     CsrShard shard;
     shard.num_genes = graph.num_cells;
@@ -219,11 +212,12 @@ void run_scale(Engine::State& state, const LoadedData& data, const PipelineSetti
         cache.block_cells = cache.kept_cells;
         return;
     }
-    ShardSet block = cache.normalized->clone();
+    // The HVG columns only: the other genes are never copied.
+    ShardSet block = settings.recipe != "none" ? cache.normalized->clone_columns(cache.hvg.highly_variable, ctx)
+                                               : cache.normalized->clone();
     std::vector<std::int64_t> cells = cache.kept_cells;
     ScaleOptions scale_options;
     if (settings.recipe != "none") {
-        apply_gene_filter(block, keep_mask(cache.hvg.highly_variable), ctx);
         if (settings.recipe == "zheng17") {
             // Last part of recipe_zheng17: normalize_total(); log1p; scale().
             cache.scaling = zheng17_finish(block, zheng17_options(settings, data), ctx).scaling;

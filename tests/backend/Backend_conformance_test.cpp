@@ -434,6 +434,33 @@ TEST_P(BackendConformance, CloneIsIndependent) {
     EXPECT_NE(backend->to_host().values, shard.values);
 }
 
+TEST_P(BackendConformance, CloneColumnsEqualsCloneThenSubsetAndLeavesTheSource) {
+    const auto shard = simulated(37);
+    const auto backend = make(shard);
+    std::vector<std::uint8_t> keep(static_cast<std::size_t>(shard.num_genes));
+    for (std::size_t gene = 0; gene < keep.size(); ++gene) keep[gene] = gene % 4 == 1 || gene == keep.size() - 1 ? 1 : 0;
+    const auto copy = backend->clone_columns(keep, ctx);
+    auto reference = backend->clone();
+    reference->subset_columns(keep, ctx);
+    const auto got = copy->to_host(), expected = reference->to_host();
+    EXPECT_NO_THROW(got.check_invariants());
+    EXPECT_EQ(got.num_genes, expected.num_genes);
+    EXPECT_EQ(got.row_offsets, expected.row_offsets);
+    EXPECT_EQ(got.gene_indices, expected.gene_indices);
+    EXPECT_EQ(got.values, expected.values);
+    EXPECT_EQ(copy->row_begin(), backend->row_begin());
+    EXPECT_EQ(backend->to_host().values, shard.values) << "the source is unchanged";
+    // Keeping every gene is a full copy; keeping none leaves empty rows.
+    const auto all = backend->clone_columns(std::vector<std::uint8_t>(keep.size(), 1), ctx)->to_host();
+    EXPECT_EQ(all.values, shard.values);
+    EXPECT_EQ(all.gene_indices, shard.gene_indices);
+    const auto none = backend->clone_columns(std::vector<std::uint8_t>(keep.size(), 0), ctx);
+    EXPECT_EQ(none->num_genes(), 0);
+    EXPECT_EQ(none->nnz(), 0);
+    EXPECT_EQ(none->num_rows(), backend->num_rows());
+    EXPECT_THROW(backend->clone_columns(std::vector<std::uint8_t>(3, 1), ctx), std::invalid_argument);
+}
+
 TEST_P(BackendConformance, CancelledContextStopsPrimitives) {
     const auto shard = simulated(37);
     auto backend = make(shard);
