@@ -1,12 +1,63 @@
 #include "core/engine/detail/Streaming.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <future>
 
 #include "core/backend/CpuBackend.hpp"
 
 namespace fathom::detail {
 
-StreamedStats stream_statistics(io::RowSource& source, std::span<const std::string> gene_names, JobContext& ctx) {
+namespace {
+
+/// Reads row blocks in order, the next one on a background thread while the caller
+/// computes on the current one, so that decompression and the statistics overlap.
+/// Only this reader touches the source (HDF5 is used from one thread at a time).
+class BlockReader {
+public:
+    BlockReader(io::RowSource& source, std::int64_t begin, std::int64_t end, std::int64_t block_rows)
+        : m_source(source), m_next(begin), m_end(end), m_block_rows(std::max<std::int64_t>(1, block_rows)) {
+        launch();
+    }
+    BlockReader(const BlockReader&) = delete;
+    BlockReader& operator=(const BlockReader&) = delete;
+    /// Waits for any read in flight (its result or error is dropped).
+    ~BlockReader() {
+        if (m_pending.valid()) m_pending.wait();
+    }
+
+    /// The next block's rows [first, last), or false after the last block. Rethrows a
+    /// read error of that block.
+    bool next(CsrShard& rows, std::int64_t& first, std::int64_t& last) {
+        if (!m_pending.valid()) return false;
+        first = m_pending_begin;
+        last = m_pending_end;
+        rows = m_pending.get();
+        launch();
+        return true;
+    }
+
+private:
+    void launch() {
+        if (m_next >= m_end) return;
+        m_pending_begin = m_next;
+        m_pending_end = std::min(m_end, m_next + m_block_rows);
+        m_next = m_pending_end;
+        m_pending = std::async(std::launch::async, [this, begin = m_pending_begin, end = m_pending_end] {
+            return m_source.read_rows(begin, end);
+        });
+    }
+
+    io::RowSource& m_source;
+    std::int64_t m_next = 0, m_end = 0, m_block_rows = 1;
+    std::int64_t m_pending_begin = 0, m_pending_end = 0;
+    std::future<CsrShard> m_pending;
+};
+
+}  // namespace
+
+StreamedStats stream_statistics(io::RowSource& source, std::span<const std::string> gene_names, JobContext& ctx,
+                                std::int64_t block_rows) {
     const MatrixShape shape = source.shape();
     const auto num_genes = static_cast<std::size_t>(shape.num_genes);
     StreamedStats stats;
@@ -22,12 +73,14 @@ StreamedStats stream_statistics(io::RowSource& source, std::span<const std::stri
     stats.sum_inverse_total.assign(num_genes, 0.0);
     stats.sum_squares_inverse_total.assign(num_genes, 0.0);
 
-    for (std::int64_t begin = 0; begin < shape.num_cells; begin += k_stream_block_rows) {
+    BlockReader reader(source, 0, shape.num_cells, block_rows);
+    CsrShard rows_read;
+    std::int64_t begin = 0, end = 0;
+    while (reader.next(rows_read, begin, end)) {
         ctx.checkpoint();
-        const std::int64_t end = std::min(shape.num_cells, begin + k_stream_block_rows);
         // One block as a temporary CPU backend, so the statistics are the same
         // primitives (and the same arithmetic) as the in-memory path.
-        CpuBackend block(source.read_rows(begin, end), 0);
+        CpuBackend block(std::move(rows_read), 0);
         const RowStats rows = block.row_stats(qc.mito_genes, ctx);
         std::vector<double> inverse_total(rows.total.size());
         for (std::size_t row = 0; row < rows.total.size(); ++row) {
@@ -71,7 +124,8 @@ StreamedStats stream_statistics(io::RowSource& source, std::span<const std::stri
 }
 
 ShardSet stream_gene_block(io::RowSource& source, const NormalizeTotalOptions& normalization,
-                           std::span<const std::uint8_t> keep, const std::vector<RowRange>& ranges, JobContext& ctx) {
+                           std::span<const std::uint8_t> keep, const std::vector<RowRange>& ranges, JobContext& ctx,
+                           std::int64_t block_rows) {
     const MatrixShape shape = source.shape();
     std::int64_t kept_genes = 0;
     for (auto flag : keep) kept_genes += flag;
@@ -81,10 +135,11 @@ ShardSet stream_gene_block(io::RowSource& source, const NormalizeTotalOptions& n
         CsrShard shard;
         shard.row_begin = range.begin;
         shard.num_genes = kept_genes;
-        for (std::int64_t begin = range.begin; begin < range.end; begin += k_stream_block_rows) {
+        BlockReader reader(source, range.begin, range.end, block_rows);
+        CsrShard rows;
+        std::int64_t begin = 0, end = 0;
+        while (reader.next(rows, begin, end)) {
             ctx.checkpoint();
-            const std::int64_t end = std::min(range.end, begin + k_stream_block_rows);
-            CsrShard rows = source.read_rows(begin, end);
             rows.row_begin = 0;  // a one-shard set of its own
             std::vector<std::unique_ptr<Backend>> one;
             one.push_back(std::make_unique<CpuBackend>(std::move(rows), 0));

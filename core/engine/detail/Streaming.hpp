@@ -27,12 +27,15 @@ struct StreamedStats {
 inline constexpr std::int64_t k_stream_block_rows = 32768;
 
 /// Pass 1: QC metrics and the normalised per-gene moments, reading `source` once.
-StreamedStats stream_statistics(io::RowSource& source, std::span<const std::string> gene_names, JobContext& ctx);
+/// Blocks are read one ahead on a background thread (block_rows rows each, >= 1).
+StreamedStats stream_statistics(io::RowSource& source, std::span<const std::string> gene_names, JobContext& ctx,
+                                std::int64_t block_rows = k_stream_block_rows);
 
 /// Pass 2: every row normalised by normalize_total(`normalization`) — the same
 /// per-cell factors the in-memory path applies to the whole matrix — then cut to the
 /// columns with keep[g] = 1, as shards over `ranges` (CPU backends); reads `source` once.
 ShardSet stream_gene_block(io::RowSource& source, const NormalizeTotalOptions& normalization,
-                           std::span<const std::uint8_t> keep, const std::vector<RowRange>& ranges, JobContext& ctx);
+                           std::span<const std::uint8_t> keep, const std::vector<RowRange>& ranges, JobContext& ctx,
+                           std::int64_t block_rows = k_stream_block_rows);
 
 }  // namespace fathom::detail

@@ -1,0 +1,89 @@
+// Tests of the out-of-core passes (core/engine/detail/Streaming): the results do not
+// depend on the block size, i.e. on how the reads are split and overlapped.
+#include "core/engine/detail/Streaming.hpp"
+
+#include <gtest/gtest.h>
+
+#include "core/backend/CpuBackend.hpp"
+#include "core/io/RowSource.hpp"
+#include "core/io/synth.hpp"
+#include "tests/support/paths.hpp"
+
+namespace fathom::detail {
+namespace {
+
+std::string dataset() {
+    static const std::string path = [] {
+        const std::string file = (test::temp_dir("streaming") / "synthetic.h5").string();
+        io::SynthOptions options;
+        options.num_cells = 1000;
+        options.num_genes = 400;
+        options.num_cell_types = 3;
+        options.markers_per_type = 10;
+        options.seed = 11;
+        io::write_synthetic(file, options);
+        return file;
+    }();
+    return path;
+}
+
+TEST(Streaming, StatisticsDoNotDependOnTheBlockSize) {
+    io::OpenedDataset opened = io::open_dataset(dataset());
+    const auto& names = opened.meta.var.index();
+    JobContext ctx;
+    const StreamedStats whole = stream_statistics(*opened.source, names, ctx, 1 << 20);
+    for (const std::int64_t block_rows : {37, 128, 999}) {
+        io::OpenedDataset again = io::open_dataset(dataset());
+        const StreamedStats blocks = stream_statistics(*again.source, names, ctx, block_rows);
+        EXPECT_EQ(blocks.qc.total_counts, whole.qc.total_counts) << block_rows;
+        EXPECT_EQ(blocks.qc.n_genes_by_counts, whole.qc.n_genes_by_counts) << block_rows;
+        EXPECT_EQ(blocks.qc.n_cells_by_counts, whole.qc.n_cells_by_counts) << block_rows;
+        EXPECT_EQ(blocks.integer_counts, whole.integer_counts);
+        ASSERT_EQ(blocks.sum_inverse_total.size(), whole.sum_inverse_total.size());
+        for (std::size_t gene = 0; gene < whole.sum_inverse_total.size(); ++gene) {
+            EXPECT_NEAR(blocks.sum_inverse_total[gene], whole.sum_inverse_total[gene], 1e-12 * (1 + whole.sum_inverse_total[gene]));
+            EXPECT_EQ(blocks.qc.gene_total_counts[gene], whole.qc.gene_total_counts[gene]);  // integer sums: exact
+        }
+    }
+}
+
+TEST(Streaming, GeneBlockDoesNotDependOnTheBlockSizeAndMatchesTheFile) {
+    std::vector<std::uint8_t> keep(400, 0);
+    for (std::size_t gene = 0; gene < keep.size(); gene += 3) keep[gene] = 1;
+    NormalizeTotalOptions normalization;
+    normalization.target_sum = 1000.0;
+    JobContext ctx;
+    io::OpenedDataset opened = io::open_dataset(dataset());
+    const auto ranges = plan_row_ranges(opened.source->row_offsets(), 3);
+    const ShardSet whole = stream_gene_block(*opened.source, normalization, keep, ranges, ctx, 1 << 20);
+    for (const std::int64_t block_rows : {50, 333}) {
+        io::OpenedDataset again = io::open_dataset(dataset());
+        const ShardSet blocks = stream_gene_block(*again.source, normalization, keep, ranges, ctx, block_rows);
+        ASSERT_EQ(blocks.num_shards(), whole.num_shards());
+        for (int shard = 0; shard < whole.num_shards(); ++shard) {
+            const CsrShard a = whole.shard(shard).to_host(), b = blocks.shard(shard).to_host();
+            EXPECT_EQ(a.row_offsets, b.row_offsets) << block_rows;
+            EXPECT_EQ(a.gene_indices, b.gene_indices) << block_rows;
+            EXPECT_EQ(a.values, b.values) << block_rows;
+        }
+    }
+    // Row totals after normalisation: target_sum over the kept columns' share.
+    io::OpenedDataset raw = io::open_dataset(dataset());
+    const CsrShard rows = raw.source->read_rows(0, 1000);
+    const CsrShard first = whole.shard(0).to_host();
+    for (std::int64_t row = 0; row < first.num_rows(); ++row) {
+        double total = 0, kept = 0;
+        for (auto entry = rows.row_offsets[row]; entry < rows.row_offsets[row + 1]; ++entry) {
+            total += rows.values[entry];
+            if (keep[rows.gene_indices[entry]]) kept += rows.values[entry];
+        }
+        double ours = 0;
+        for (auto entry = first.row_offsets[row]; entry < first.row_offsets[row + 1]; ++entry) ours += first.values[entry];
+        if (total > 0) {
+            EXPECT_NEAR(ours, 1000.0 * kept / total, 1e-3 * (1 + ours)) << row;
+        }
+    }
+}
+
+}  // namespace
+}  // namespace fathom::detail
