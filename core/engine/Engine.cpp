@@ -180,11 +180,7 @@ Pending<GeneValues> Engine::gene_values(std::string gene, ValueLayer layer) {
             }
             result->values[row] = value;
         }
-        if (!result->values.empty()) {
-            const auto [low, high] = std::minmax_element(result->values.begin(), result->values.end());
-            result->min_value = *low;
-            result->max_value = *high;
-        }
+        detail::set_value_range(*result);
         slot->set(std::move(result));
     });
     return Pending<GeneValues>(std::move(handle), std::move(slot));

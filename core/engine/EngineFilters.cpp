@@ -140,11 +140,7 @@ Pending<GeneValues> Engine::gene_set_score(std::vector<std::string> genes) {
         result->values.resize(rows.size());
         for (std::size_t cell = 0; cell < rows.size(); ++cell)
             result->values[cell] = static_cast<float>(score.scores[static_cast<std::size_t>(rows[cell])]);
-        if (!result->values.empty()) {
-            const auto [low, high] = std::minmax_element(result->values.begin(), result->values.end());
-            result->min_value = *low;
-            result->max_value = *high;
-        }
+        detail::set_value_range(*result);
         slot->set(std::move(result));
     });
     return Pending<GeneValues>(std::move(handle), std::move(slot));

@@ -19,17 +19,21 @@ namespace {
 using namespace std::chrono_literals;
 
 /// A small synthetic raw-count dataset shared by the tests of this file.
+io::SynthOptions dataset_options() {
+    io::SynthOptions options;
+    options.num_cells = 900;
+    options.num_genes = 700;
+    options.num_cell_types = 4;
+    options.markers_per_type = 20;
+    options.seed = 5;
+    return options;
+}
+
 const std::string& dataset_path() {
     static const std::string path = [] {
         const auto folder = test::temp_dir("engine");
         const std::string file = (folder / "synthetic.h5ad").string();
-        io::SynthOptions options;
-        options.num_cells = 900;
-        options.num_genes = 700;
-        options.num_cell_types = 4;
-        options.markers_per_type = 20;
-        options.seed = 5;
-        io::write_synthetic(file, options);
+        io::write_synthetic(file, dataset_options());
         return file;
     }();
     return path;
@@ -213,13 +217,7 @@ TEST(Engine, LeidenClustersAndTheirMarkersFollowTheSyntheticCellTypes) {
     EXPECT_EQ(snapshot->colors.at("leiden").size(), num_clusters);
 
     // Each cluster is (almost) one cell type; its top markers are that type's markers.
-    io::SynthOptions options;
-    options.num_cells = 900;
-    options.num_genes = 700;
-    options.num_cell_types = 4;
-    options.markers_per_type = 20;
-    options.seed = 5;
-    const io::SynthModel model = io::synthetic_model(options);
+    const io::SynthModel model = io::synthetic_model(dataset_options());
     std::vector<std::vector<std::int64_t>> counts(num_clusters, std::vector<std::int64_t>(truth->categories.size(), 0));
     for (std::size_t cell = 0; cell < leiden->codes.size(); ++cell)
         ++counts[static_cast<std::size_t>(leiden->codes[cell])][static_cast<std::size_t>(truth->codes[cell])];

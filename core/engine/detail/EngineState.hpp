@@ -1,6 +1,7 @@
 #pragma once
 /// Engine internals shared by Engine.cpp (facade, open, queries, export) and
 /// Pipeline.cpp (the staged analysis). Not part of the public API.
+#include <algorithm>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -135,6 +136,13 @@ std::shared_ptr<AnalysisSnapshot> build_snapshot(const Engine::State& state, con
 /// The h5ad content of a snapshot: obs, var, obsm, varm, obsp and uns as scanpy lays
 /// them out (Pipeline.cpp).
 Dataset export_dataset(const Engine::State& state, const LoadedData& data, const AnalysisSnapshot& snapshot);
+/// Sets min_value / max_value from values (left at 0 when there are none).
+inline void set_value_range(GeneValues& result) {
+    if (result.values.empty()) return;
+    const auto [low, high] = std::minmax_element(result.values.begin(), result.values.end());
+    result.min_value = *low;
+    result.max_value = *high;
+}
 }  // namespace detail
 
 }  // namespace fathom
