@@ -63,6 +63,20 @@ Zheng17Preprocessed zheng17_preprocess(ShardSet& shards, const Zheng17Options& o
     return out;
 }
 
+Zheng17Preprocessed zheng17_preprocess(const ShardSet& raw, ShardSet& normalized, const Zheng17Options& options,
+                                       JobContext& ctx) {
+    validate(options, raw.shape());
+    Zheng17Preprocessed out;
+    FilterGenesOptions gene_filter;
+    gene_filter.min_counts = 1.0;
+    out.gene_filter = filter_genes(raw, gene_filter, ctx);
+    normalized = out.gene_filter.num_removed > 0 ? raw.clone_columns(out.gene_filter.keep, ctx) : raw.clone();
+    NormalizeTotalOptions normalization;
+    normalization.integer_dtype = options.integer_dtype;
+    out.normalization = normalize_total(normalized, normalization, ctx);
+    return out;
+}
+
 HvgOptions zheng17_hvg_options(const Zheng17Options& options) {
     // filter_genes_dispersion(X, flavor='cell_ranger', n_top_genes, log=False) on the
     // normalised, non-log data: |d - median| / MAD, float32 cut-off, ties kept.

@@ -50,6 +50,11 @@ struct Zheng17Preprocessed {
 };
 /// filter_genes(min_counts=1); normalize_total(key_added='n_counts_all'). In place.
 Zheng17Preprocessed zheng17_preprocess(ShardSet& shards, const Zheng17Options& options, JobContext& ctx);
+/// The same on a copy: `raw` is left unchanged and `normalized` receives the filtered,
+/// normalised matrix; only the kept genes are ever copied. Bit-identical to copying
+/// `raw` and calling the in-place form.
+Zheng17Preprocessed zheng17_preprocess(const ShardSet& raw, ShardSet& normalized, const Zheng17Options& options,
+                                       JobContext& ctx);
 /// filter_genes_dispersion(flavor='cell_ranger', n_top_genes, log=False) as HvgOptions.
 HvgOptions zheng17_hvg_options(const Zheng17Options& options);
 /// What the last part computed.

@@ -119,12 +119,24 @@ void run_preprocess(Engine::State& state, const LoadedData& data, const Pipeline
     auto& cache = state.cache;
     state.begin_step(ctx, "preprocess");
     ShardSet shards;
+    std::vector<std::int64_t> cells = iota_rows(data.raw.num_cells());
+    std::vector<std::int64_t> genes = iota_rows(data.raw.num_genes());
+    cache.n_counts_all.clear();
+    if (settings.recipe == "zheng17" && settings.min_counts_per_cell <= 0.0) {
+        // recipe_zheng17, first part, straight from the raw shards into a copy of the
+        // kept genes: filter_genes(min_counts=1); normalize_total(key_added='n_counts_all').
+        std::lock_guard lock(data.raw_mutex);
+        const Zheng17Preprocessed pre = zheng17_preprocess(data.raw, shards, zheng17_options(settings, data), ctx);
+        cache.normalized = std::move(shards);
+        cache.kept_cells = std::move(cells);
+        cache.kept_genes = compose(genes, pre.gene_filter.keep);
+        cache.n_counts_all = pre.normalization.counts_per_cell;
+        return;
+    }
     {
         std::lock_guard lock(data.raw_mutex);
         shards = data.raw.clone();
     }
-    std::vector<std::int64_t> cells = iota_rows(shards.num_cells());
-    std::vector<std::int64_t> genes = iota_rows(shards.num_genes());
     if (settings.min_counts_per_cell > 0.0) {
         FilterCellsOptions options;
         options.min_counts = settings.min_counts_per_cell;
@@ -132,7 +144,6 @@ void run_preprocess(Engine::State& state, const LoadedData& data, const Pipeline
         apply_cell_filter(shards, filter, ctx);
         cells = compose(cells, filter.keep);
     }
-    cache.n_counts_all.clear();
     if (settings.recipe == "zheng17") {
         // recipe_zheng17, first part: filter_genes(min_counts=1);
         // normalize_total(key_added='n_counts_all').
