@@ -215,14 +215,17 @@ private:
         const std::size_t at = m_pos;
         // "!=" is not a negation: let the comparison parser explain it.
         if (take_keyword("not") || (peek() == '!' && peek(1) != '=' && take_symbol("!"))) {
+            enter_level(at, m_pos - at);
             FilterNode node;
             node.kind = FilterNode::Kind::Not;
             node.left = parse_not(in_parens);
             node.offset = at;
+            --m_depth;
             return add(node);
         }
         if (peek() == '(') {
             const std::size_t open = m_pos;
+            enter_level(open, 1);
             take_symbol("(");
             const int inner = parse_or(true);
             skip_space();
@@ -231,9 +234,20 @@ private:
                     fail(m_pos, "expected ')' to close the '(' at column " + std::to_string(column_of(m_text, open)));
                 fail_unexpected(true);
             }
+            --m_depth;
             return inner;
         }
         return parse_comparison();
+    }
+
+    /// One more level of parentheses or negation. The parser recurses once per level, so
+    /// a runaway expression (a pasted "((((..." of a million characters) would overflow
+    /// the stack of the thread that parses it; past kMaxDepth levels it is an error.
+    void enter_level(std::size_t offset, std::size_t length) {
+        if (++m_depth > kMaxDepth)
+            fail(offset, "the expression is nested too deeply (more than " + std::to_string(kMaxDepth) +
+                             " levels of parentheses and 'not')",
+                 length);
     }
 
     /// Text after a complete (sub-)expression that is not an operator.
@@ -375,8 +389,11 @@ private:
         return static_cast<int>(genes.size()) - 1;
     }
 
+    static constexpr int kMaxDepth = 1000;
+
     std::string_view m_text;
     std::size_t m_pos = 0;
+    int m_depth = 0;  ///< open parentheses and negations around the current position
     std::string m_last;  ///< the last token consumed, for "after '...'" in messages
     FilterExpression m_expression;
 };

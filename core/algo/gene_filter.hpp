@@ -11,7 +11,8 @@
 ///   gene       := bare word of letters, digits and - _ . :  (e.g. HLA-DRA, 7SK)
 ///               | "quoted" or 'quoted' (any text but the quote; no escapes)
 ///   number     := decimal, optionally signed, with optional exponent (1, -0.5, 2.5e-3)
-/// so "not" binds tighter than "and", which binds tighter than "or".
+/// so "not" binds tighter than "and", which binds tighter than "or". Parentheses and
+/// negations nest at most 1000 levels deep.
 ///
 /// Comparisons are taken in float32, the type of the values: a threshold is rounded
 /// to the nearest float once, so ">=" and "==" agree. NaN values match no comparison.

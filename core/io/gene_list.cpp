@@ -41,6 +41,9 @@ std::vector<std::string> read_gene_list(const std::string& path) {
     std::string_view line;
     bool first_row = true;
     while (reader.next(line)) {
+        // A UTF-8 byte-order mark (Excel's "CSV UTF-8", Windows Notepad) is not part of
+        // the first gene or header name.
+        if (reader.line_number() == 1 && line.starts_with("\xEF\xBB\xBF")) line.remove_prefix(3);
         const auto comment = line.find('#');
         if (comment != std::string_view::npos) line = line.substr(0, comment);
         line = trim(line);

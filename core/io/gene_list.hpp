@@ -7,6 +7,7 @@
 namespace fathom::io {
 
 /// Reads the genes of a list file, in file order, each once (later repeats dropped).
+/// - A UTF-8 byte-order mark at the start of the file is ignored.
 /// - '#' starts a comment that runs to the end of the line; blank lines are skipped;
 ///   surrounding whitespace is trimmed.
 /// - A line with ',' or a tab is a CSV/TSV row: its first field is the gene (double
