@@ -6,8 +6,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
-#include <cstdint>
-#include <cstring>
 #include <limits>
 #include <random>
 #include <stdexcept>
@@ -18,46 +16,6 @@
 #include "core/engine/JobContext.hpp"
 
 namespace fathom {
-
-namespace detail {
-
-/// x^b for the SGD's gradients, as exp2(b log2 x) with short polynomials: relative
-/// error below 1e-6 (far under the SGD's own noise), about five times faster than
-/// powf, which was a third of the optimisation's time. Deterministic (no library
-/// calls whose results could differ between machines). x > 0; subnormal or
-/// non-finite x fall back to std::pow.
-float fast_pow(float x, float b) noexcept {
-    if (!(x >= std::numeric_limits<float>::min()) || !(x <= std::numeric_limits<float>::max())) return std::pow(x, b);
-    std::uint32_t bits;
-    std::memcpy(&bits, &x, sizeof bits);
-    int exponent = static_cast<int>((bits >> 23) & 0xff) - 127;
-    bits = (bits & 0x007fffffu) | 0x3f800000u;  // mantissa in [1, 2)
-    float mantissa;
-    std::memcpy(&mantissa, &bits, sizeof mantissa);
-    if (mantissa > 1.41421356f) {
-        mantissa *= 0.5f;
-        ++exponent;
-    }
-    // log2(m) for m in [1/sqrt 2, sqrt 2): 2/ln2 * atanh series in t = (m - 1) / (m + 1).
-    const float t = (mantissa - 1.0f) / (mantissa + 1.0f);
-    const float t2 = t * t;
-    const float series = t * (1.0f + t2 * (1.0f / 3.0f + t2 * (1.0f / 5.0f + t2 * (1.0f / 7.0f + t2 * (1.0f / 9.0f)))));
-    // y in double: its integer part can reach +-126, where float spacing would cost
-    // 1e-5 of relative accuracy.
-    const double y = static_cast<double>(b) * (exponent + 2.8853900817779268 * static_cast<double>(series));
-    if (y < -126.0) return 0.0f;
-    if (y > 127.0) return std::numeric_limits<float>::infinity();
-    // 2^y = 2^n * e^(f ln 2), f in [-0.5, 0.5].
-    const int whole = static_cast<int>(y + (y >= 0.0 ? 0.5 : -0.5));  // nearest integer
-    const auto r = static_cast<float>((y - whole) * 0.6931471805599453);
-    const float e = 1.0f + r * (1.0f + r * (0.5f + r * (1.0f / 6.0f + r * (1.0f / 24.0f + r * (1.0f / 120.0f + r * (1.0f / 720.0f))))));
-    const std::uint32_t scale_bits = static_cast<std::uint32_t>(whole + 127) << 23;
-    float scale;
-    std::memcpy(&scale, &scale_bits, sizeof scale);
-    return e * scale;
-}
-
-}  // namespace detail
 
 namespace {
 
@@ -129,13 +87,13 @@ struct Layout {
 /// Attractive gradient coefficient of umap: -2ab d^(2(b-1)) / (1 + a d^(2b)), 0 at d = 0.
 inline float attraction(float dist_squared, float a, float b) noexcept {
     if (!(dist_squared > 0.0f)) return 0.0f;
-    const float power = detail::fast_pow(dist_squared, b);
+    const float power = std::pow(dist_squared, b);
     return -2.0f * a * b * (power / dist_squared) / (a * power + 1.0f);
 }
 
 /// Repulsive gradient coefficient: 2 gamma b / ((0.001 + d^2)(1 + a d^(2b))).
 inline float repulsion(float dist_squared, float a, float b, float gamma) noexcept {
-    const float power = detail::fast_pow(dist_squared, b);
+    const float power = std::pow(dist_squared, b);
     return 2.0f * gamma * b / ((0.001f + dist_squared) * (a * power + 1.0f));
 }
 

@@ -87,10 +87,4 @@ struct UmapResult {
 /// components (may be empty). Calls ctx.checkpoint()/report() every epoch.
 UmapResult umap(const CsrGraph& connectivities, const DenseMatrix<float>& data, const UmapOptions& options, JobContext& ctx);
 
-namespace detail {
-/// x^b as the SGD computes it (relative error < 1e-6 against std::pow for normal,
-/// finite x > 0; std::pow otherwise). Exposed for tests.
-float fast_pow(float x, float b) noexcept;
-}  // namespace detail
-
 }  // namespace fathom

@@ -6,7 +6,6 @@
 
 #include <Eigen/Dense>
 #include <chrono>
-#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <random>
@@ -229,28 +228,6 @@ INSTANTIATE_TEST_SUITE_P(References, ScanpyUmap,
                                            "scanpy_pbmc68k_reduced_norecipe", "visium_cytassist_mouse_2898", "yeast_844cells",
                                            "geo_GSM6544281_min200"),
                          [](const auto& info) { return std::string(info.param); });
-
-}  // namespace
-}  // namespace fathom
-
-namespace fathom {
-namespace {
-
-TEST(Umap, FastPowAgreesWithPowAcrossTheSgdsRange) {
-    double worst = 0.0;
-    for (const float b : {0.5f, 0.7915f, 0.8951f, 1.0f, 1.5f, 1.9f}) {
-        for (float x = 1e-30f; x < 1e30f; x *= 1.0137f) {
-            const double expected = std::pow(static_cast<double>(x), static_cast<double>(b));
-            const double got = detail::fast_pow(x, b);
-            if (expected < 1e-37 || expected > 1e37) continue;  // outside float's normal range
-            worst = std::max(worst, std::fabs(got - expected) / expected);
-        }
-    }
-    EXPECT_LT(worst, 1e-6);
-    EXPECT_EQ(detail::fast_pow(1.0f, 0.8f), 1.0f);
-    EXPECT_EQ(detail::fast_pow(4.0f, 0.5f), 2.0f);
-    EXPECT_EQ(detail::fast_pow(0.0f, 0.8f), 0.0f);  // std::pow's answer
-}
 
 }  // namespace
 }  // namespace fathom
