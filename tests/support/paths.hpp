@@ -11,7 +11,8 @@ std::filesystem::path shared_dir();
 std::filesystem::path shared_data(const std::string& relative);
 /// shared_dir()/reference/<relative>.
 std::filesystem::path shared_reference(const std::string& relative);
-/// A fresh empty temporary folder for one test (removed at exit by the OS cleanup of /tmp).
+/// A fresh empty temporary folder for one test, removed when the test process exits
+/// (kept when the environment variable FATHOM_KEEP_TEST_FILES is set).
 std::filesystem::path temp_dir(const std::string& label);
 
 }  // namespace fathom::test
