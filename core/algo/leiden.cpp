@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <mutex>
+#include <cmath>
+#include <limits>
 #include <numeric>
 #include <stdexcept>
 #include <string>
@@ -171,9 +173,12 @@ LeidenResult leiden(const CsrGraph& graph, const LeidenOptions& options, JobCont
     igraph_real_t quality = 0.0;
     std::vector<std::int32_t> labels(static_cast<std::size_t>(num_cells), 0);
     if (options.num_iterations < 0) {
-        // Until a pass leaves the partition unchanged (leidenalg's n_iterations=-1);
-        // passes continue from the previous membership.
+        // Until a pass no longer improves the objective (leidenalg's n_iterations=-1:
+        // `while improv > 0`) or leaves the partition unchanged; passes continue from
+        // the previous membership. On large graphs a few nodes can keep moving between
+        // communities of equal quality, so an unchanged partition alone may never come.
         std::vector<igraph_integer_t> previous;
+        double previous_quality = -std::numeric_limits<double>::infinity();
         for (int pass = 0; pass < 1000; ++pass) {
             ctx.checkpoint();
             check(igraph_community_leiden(&igraph_graph.value, &edge_weights.value, &node_weights.value, resolution, options.beta,
@@ -182,8 +187,10 @@ LeidenResult leiden(const CsrGraph& graph, const LeidenOptions& options, JobCont
             ++result.passes;
             std::vector<igraph_integer_t> current(VECTOR(membership.value), VECTOR(membership.value) + num_cells);
             ctx.report(std::min(0.95, 0.2 * result.passes), "pass " + std::to_string(result.passes));
-            if (current == previous) break;
+            const bool improved = pass == 0 || quality > previous_quality + 1e-12 * std::fabs(previous_quality);
+            if (current == previous || !improved) break;
             previous = std::move(current);
+            previous_quality = quality;
         }
     } else {
         check(igraph_community_leiden(&igraph_graph.value, &edge_weights.value, &node_weights.value, resolution, options.beta,

@@ -115,8 +115,10 @@ class ScanpyLeiden : public ::testing::TestWithParam<const char*> {};
 /// our partition is at least as good as scanpy's by the objective both optimise
 /// (modularity within 0.005), and agrees with it at ARI >= 0.65 on every dataset above
 /// 500 cells. The stricter ARI >= 0.8 holds on the four references listed below but not
-/// on 10x v3 chr21 (0.677 on scanpy's own graph) or neurons10k (0.78 on ours), which
-/// would take leidenalg's optimiser with igraph's random stream replicated exactly.
+/// on 10x v3 chr21 (0.677 on scanpy's own graph), which would take leidenalg's
+/// optimiser with igraph's random stream replicated exactly; neurons10k sits at 0.80-0.81,
+/// on a graph from HNSW's multi-threaded build (which varies with thread timing), so it is
+/// held to the weaker bound.
 void check_against_scanpy(const std::string& dataset, std::int64_t cells, double ari, double ours, double theirs) {
     EXPECT_GE(ours, theirs - 0.005) << dataset;
     if (cells <= 500) return;
