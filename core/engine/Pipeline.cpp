@@ -304,11 +304,12 @@ void run_leiden(Engine::State& state, const PipelineSettings& settings, JobConte
     cache.leiden_seed = options.seed;
 }
 
-/// Marker genes of the Leiden clusters, as scanpy's rank_genes_groups on the recipe's
-/// output (adata.X: the scaled HVG block; reference 'rest'). The block stays sparse:
-/// the t-test takes the scaled moments analytically from the log values. A clipped
-/// scaling (the seurat recipe's max_value) cannot be undone that way, so there the
-/// log-normalised HVG values are tested, as with scanpy's use_raw on log data.
+/// Marker genes of the Leiden clusters on the HVG block (reference 'rest'). The values
+/// tested are the block's log-normalised values, not their scaled form: Welch's t and
+/// the Wilcoxon ranks do not change under the per-gene scaling, so the scores are
+/// scanpy's on the recipe's output, while the fold changes are real log2 fold changes
+/// (scanpy's formula applied to scaled means gives NaN wherever the rest's mean is
+/// negative, i.e. for most top markers).
 void run_markers(Engine::State& state, const LoadedData& data, const PipelineSettings& settings, JobContext& ctx) {
     auto& cache = state.cache;
     state.begin_step(ctx, "markers");
@@ -319,10 +320,7 @@ void run_markers(Engine::State& state, const LoadedData& data, const PipelineSet
     for (const auto label : cache.leiden) num_groups = std::max(num_groups, label + 1);
     std::vector<std::string> names;
     for (std::int32_t group = 0; group < num_groups; ++group) names.push_back(std::to_string(group));
-    const Standardization standardization =
-        cache.scaling.max_value || cache.scaling.min_value ? Standardization{} : cache.scaling.standardization();
-    const RankGenesGroupsResult result =
-        rank_genes_groups(*cache.hvg_block, standardization, cache.leiden, names, options, ctx);
+    const RankGenesGroupsResult result = rank_genes_groups(*cache.hvg_block, cache.leiden, names, options, ctx);
     const auto& gene_names = data.meta.var.index();
     cache.markers.clear();
     for (const auto& group : result.groups) {

@@ -108,6 +108,8 @@ for group in groups:
     assert np.all(np.diff(s) <= 0), 'scores sorted, best first'
     assert set(names[group]) <= set(a.var_names)
     p = np.asarray(rgg['pvals_adj'][group]); assert np.all((p >= 0) & (p <= 1))
+    lfc = np.asarray(rgg['logfoldchanges'][group][:5], dtype=float)
+    assert np.all(np.isfinite(lfc)) and np.all(lfc > 0), ('top markers are up in their group', group, lfc)
 print('ok')
 )", {out});
     EXPECT_EQ(check.exit_code, 0) << check.output;
