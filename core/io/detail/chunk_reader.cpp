@@ -15,8 +15,6 @@ namespace fathom::io::h5 {
 
 namespace {
 
-/// Below this many elements a read goes through H5Dread (the setup is not worth it).
-constexpr std::int64_t k_min_parallel_elements = std::int64_t{1} << 18;
 /// Raw chunks fetched per batch: bounds the compressed bytes held at once.
 constexpr std::size_t k_batch_chunks = 256;
 
@@ -25,11 +23,6 @@ struct StoredType {
     bool is_float = false;
     bool is_signed = true;
     std::size_t size = 0;
-};
-
-/// The filter pipeline, in the order HDF5 applies it when writing.
-struct Pipeline {
-    std::vector<H5Z_filter_t> filters;
 };
 
 /// Element `index` of a little-endian buffer of `stored` elements, as T (what HDF5's
@@ -103,7 +96,7 @@ bool read_chunked_parallel(const File& file, hid_t dataset, const std::string& o
     const std::uint64_t chunk_bytes = chunk_elements * stored.size;
 
     // Filters: deflate and shuffle only.
-    Pipeline pipeline;
+    std::vector<H5Z_filter_t> filters;  // in the order HDF5 applies them when writing
     const int num_filters = H5Pget_nfilters(create.get());
     if (num_filters < 0) return false;
     for (int index = 0; index < num_filters; ++index) {
@@ -114,7 +107,7 @@ bool read_chunked_parallel(const File& file, hid_t dataset, const std::string& o
         const H5Z_filter_t filter =
             H5Pget_filter2(create.get(), static_cast<unsigned>(index), &flags, &num_values, values, sizeof name, name, &config);
         if (filter != H5Z_FILTER_DEFLATE && filter != H5Z_FILTER_SHUFFLE) return false;
-        pipeline.filters.push_back(filter);
+        filters.push_back(filter);
     }
 
     const std::uint64_t first_chunk = static_cast<std::uint64_t>(offset) / chunk_elements;
@@ -153,10 +146,10 @@ bool read_chunked_parallel(const File& file, hid_t dataset, const std::string& o
             state.second.resize(static_cast<std::size_t>(chunk_bytes));
             bool use_first = true;
             // Reading undoes the pipeline from its last filter to its first.
-            for (int index = static_cast<int>(pipeline.filters.size()) - 1; index >= 0; --index) {
+            for (int index = static_cast<int>(filters.size()) - 1; index >= 0; --index) {
                 if (mask & (1u << index)) continue;  // this filter was skipped for this chunk
                 unsigned char* target = use_first ? state.first.data() : state.second.data();
-                if (pipeline.filters[static_cast<std::size_t>(index)] == H5Z_FILTER_DEFLATE) {
+                if (filters[static_cast<std::size_t>(index)] == H5Z_FILTER_DEFLATE) {
                     std::size_t produced = 0;
                     const auto status = libdeflate_zlib_decompress(state.handle.get(), current, current_size, target,
                                                                     static_cast<std::size_t>(chunk_bytes), &produced);

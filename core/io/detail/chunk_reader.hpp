@@ -15,6 +15,9 @@ namespace fathom::io::h5 {
 
 class File;
 
+/// Below this many elements a read goes through H5Dread (the setup is not worth it).
+inline constexpr std::int64_t k_min_parallel_elements = std::int64_t{1} << 18;
+
 /// Reads elements [offset, offset + count) of the rank-1 dataset `dataset` (an open
 /// dataset of `file`, path `object` for messages) into `out` (count elements of T),
 /// decoding its chunks in parallel. Handles chunked layouts whose filters are deflate

@@ -240,7 +240,9 @@ std::vector<T> File::read(const std::string& object, std::int64_t offset, std::i
     if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, std::int32_t> ||
                   std::is_same_v<T, std::int64_t>) {
         // Large reads of compressed 1-D datasets: chunks decoded in parallel.
-        if (info.dims.size() == 1 && offset >= 0 && count > 0 && offset <= info.dims[0] && count <= info.dims[0] - offset) {
+        // Small reads (indptr slices, names) skip the extra dataset open entirely.
+        if (info.dims.size() == 1 && count >= k_min_parallel_elements && offset >= 0 && offset <= info.dims[0] &&
+            count <= info.dims[0] - offset) {
             Handle dataset = open_dataset(object);
             if (read_chunked_parallel(*this, dataset.get(), object, values.data(), offset, count)) return values;
         }
