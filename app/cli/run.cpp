@@ -15,6 +15,7 @@
 #include "app/cli/export_csv.hpp"
 #include "core/engine/Engine.hpp"
 #include "core/io/errors.hpp"
+#include "gpu/provider.hpp"
 
 namespace fathom::cli {
 
@@ -150,6 +151,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
             const auto started = std::chrono::steady_clock::now();
             EngineConfig config;
             config.devices = args->devices;
+            config.device_provider = gpu::make_device_provider();
             config.memory_budget_bytes = args->memory_budget_gb < 0
                                              ? -1
                                              : static_cast<std::int64_t>(args->memory_budget_gb * 1024.0 * 1024.0 * 1024.0);
@@ -168,6 +170,16 @@ void add_run_command(CLI::App& app, int& exit_code) {
                 return exit_code_for(status);
             };
             int code = step(engine.open(args->input));
+            if (code == Ok) {
+                const auto opened = engine.snapshot()->dataset;
+                nlohmann::json shards = nlohmann::json::array();
+                for (const auto& name : opened->devices) shards.push_back(name);
+                report["shards"] = shards;
+                if (!opened->device_note.empty()) {
+                    std::cerr << "fathom-cli: " << opened->device_note << "\n";
+                    report["device_note"] = opened->device_note;
+                }
+            }
             if (code == Ok) code = step(engine.run(settings));
             if (code == Ok) code = step(engine.export_h5ad(args->output, !args->no_matrix));
             if (code == Ok && !args->export_csv.empty()) export_csv(*engine.snapshot(), args->export_csv);

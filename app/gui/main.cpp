@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <exception>
 
+#include "gpu/provider.hpp"
 #include "ui/MainWindow.hpp"
 #include "ui/PlotView.hpp"
 #include "ui/ScriptRunner.hpp"
@@ -50,6 +51,7 @@ int main(int argc, char** argv) {
 
     fathom::EngineConfig config;
     if (!options->devices.isEmpty()) config.devices = options->devices.toStdString();
+    config.device_provider = fathom::gpu::make_device_provider();
     std::unique_ptr<fathom::ui::MainWindow> window;
     try {
         window = std::make_unique<fathom::ui::MainWindow>(config, options->screenshot.isEmpty());

@@ -10,11 +10,20 @@
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
 
+#include "core/backend/shard_checks.hpp"
 #include "core/data/ShardedCsr.hpp"
 
 namespace fathom {
 
 namespace {
+
+using backend_checks::block_map;
+using backend_checks::check_size;
+using backend_checks::check_standardization;
+
+void check_request(const char* primitive, const ColumnStatsRequest& request, const CsrShard& shard) {
+    backend_checks::check_request(primitive, request, shard.num_rows(), shard.num_genes);
+}
 
 // ---- deterministic work split ------------------------------------------------------
 //
@@ -87,18 +96,6 @@ void parallel_rows(const CsrShard& shard, JobContext& ctx, RowFn&& row_fn) {
 
 // ---- argument checks ---------------------------------------------------------------
 
-void check_size(const char* primitive, const char* argument, std::size_t got, std::int64_t expected) {
-    if (static_cast<std::int64_t>(got) != expected)
-        throw std::invalid_argument(std::string("Backend::") + primitive + ": " + argument + " has " +
-                                    std::to_string(got) + " entries; expected " + std::to_string(expected));
-}
-
-void check_request(const char* primitive, const ColumnStatsRequest& request, const CsrShard& shard) {
-    if (!request.row_scale.empty()) check_size(primitive, "row_scale", request.row_scale.size(), shard.num_rows());
-    if (!request.column_max.empty()) check_size(primitive, "column_max", request.column_max.size(), shard.num_genes);
-    if (!request.row_mask.empty()) check_size(primitive, "row_mask", request.row_mask.size(), shard.num_rows());
-}
-
 /// The element transform in float32, as NumPy applies it to a float32 array.
 inline float transform_value(float value, ElementTransform transform) noexcept {
     switch (transform) {
@@ -120,34 +117,6 @@ inline double request_value(const CsrShard& shard, const ColumnStatsRequest& req
         transformed = std::min(transformed,
                                request.column_max[static_cast<std::size_t>(shard.gene_indices[static_cast<std::size_t>(entry)])]);
     return transformed;
-}
-
-/// Block column of every gene (-1 when not in the block); checks the block.
-std::vector<std::int32_t> block_map(const char* primitive, GeneBlock genes, std::int64_t num_genes,
-                                    std::int64_t& block_size) {
-    std::vector<std::int32_t> map(static_cast<std::size_t>(num_genes), -1);
-    if (genes.empty()) {
-        for (std::int64_t gene = 0; gene < num_genes; ++gene) map[static_cast<std::size_t>(gene)] = static_cast<std::int32_t>(gene);
-        block_size = num_genes;
-        return map;
-    }
-    for (std::size_t column = 0; column < genes.size(); ++column) {
-        const auto gene = genes[column];
-        if (gene < 0 || gene >= num_genes)
-            throw std::invalid_argument(std::string("Backend::") + primitive + ": block gene " + std::to_string(gene) +
-                                        " is outside [0, " + std::to_string(num_genes) + ")");
-        if (column > 0 && gene <= genes[column - 1])
-            throw std::invalid_argument(std::string("Backend::") + primitive +
-                                        ": block genes must be sorted and unique");
-        map[static_cast<std::size_t>(gene)] = static_cast<std::int32_t>(column);
-    }
-    block_size = static_cast<std::int64_t>(genes.size());
-    return map;
-}
-
-void check_standardization(const char* primitive, const Standardization& standardization, std::int64_t block_size) {
-    check_size(primitive, "standardization.mean", standardization.mean.size(), block_size);
-    check_size(primitive, "standardization.inv_std", standardization.inv_std.size(), block_size);
 }
 
 inline double clip(double z, const Standardization& standardization) noexcept {
@@ -183,39 +152,7 @@ void fill_tile(const CsrShard& shard, std::int64_t begin, std::int64_t rows, con
 }  // namespace
 
 CpuBackend::CpuBackend(CsrShard shard, int index) : m_shard(std::move(shard)), m_index(index) {
-    // CsrShard::check_invariants, with the per-entry part in parallel: every primitive
-    // indexes per-gene arrays with the stored gene indices, so they must be in range.
-    const auto fail = [this](const std::string& problem) {
-        throw std::invalid_argument("CpuBackend " + name() + ": " + problem);
-    };
-    if (m_shard.row_offsets.empty() || m_shard.row_offsets.front() != 0) fail("row_offsets must start at 0");
-    if (m_shard.num_genes < 0 || m_shard.num_genes > std::numeric_limits<std::int32_t>::max())
-        fail("num_genes is outside [0, 2^31)");
-    const auto total = m_shard.row_offsets.back();
-    if (static_cast<std::int64_t>(m_shard.gene_indices.size()) != total || static_cast<std::int64_t>(m_shard.values.size()) != total)
-        fail("gene_indices/values size != row_offsets.back()");
-    for (std::size_t row = 0; row + 1 < m_shard.row_offsets.size(); ++row)
-        if (m_shard.row_offsets[row + 1] < m_shard.row_offsets[row]) fail("row_offsets decrease at row " + std::to_string(row));
-    std::atomic<std::int64_t> bad_row{-1};
-    tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, m_shard.num_rows(), 1024), [&](const tbb::blocked_range<std::int64_t>& range) {
-        for (auto row = range.begin(); row < range.end(); ++row) {
-            const auto begin = m_shard.row_offsets[static_cast<std::size_t>(row)];
-            const auto end = m_shard.row_offsets[static_cast<std::size_t>(row) + 1];
-            for (auto entry = begin; entry < end; ++entry) {
-                const auto gene = m_shard.gene_indices[static_cast<std::size_t>(entry)];
-                if (gene < 0 || gene >= m_shard.num_genes ||
-                    (entry > begin && gene <= m_shard.gene_indices[static_cast<std::size_t>(entry) - 1])) {
-                    // Keep the smallest bad row so the message does not depend on timing.
-                    std::int64_t seen = bad_row.load();
-                    while ((seen < 0 || row < seen) && !bad_row.compare_exchange_weak(seen, row)) {
-                    }
-                    return;
-                }
-            }
-        }
-    });
-    if (bad_row.load() >= 0)
-        fail("gene indices out of range or not strictly increasing in row " + std::to_string(bad_row.load()));
+    backend_checks::check_shard(m_shard, "CpuBackend " + name());
 }
 
 std::string CpuBackend::name() const { return "cpu:" + std::to_string(m_index); }

@@ -6,6 +6,7 @@
 #include <unistd.h>
 #include <unordered_map>
 
+#include "core/engine/detail/DevicePlacement.hpp"
 #include "core/engine/detail/EngineState.hpp"
 #include "core/engine/detail/SelectedRowsSource.hpp"
 #include "core/io/RowSource.hpp"
@@ -34,29 +35,6 @@ void PipelineSettings::validate() const {
 }
 
 namespace {
-
-/// Reads rows [range.begin, range.end) in blocks so that progress and cancellation
-/// work during long reads.
-CsrShard read_shard(io::RowSource& source, const RowRange& range, JobContext& ctx, double done, double share,
-                    std::int64_t total_rows) {
-    constexpr std::int64_t block = 65536;
-    CsrShard shard;
-    shard.row_begin = range.begin;
-    shard.num_genes = source.shape().num_genes;
-    shard.row_offsets.reserve(static_cast<std::size_t>(range.size() + 1));
-    for (std::int64_t begin = range.begin; begin < range.end; begin += block) {
-        ctx.checkpoint();
-        const std::int64_t end = std::min(range.end, begin + block);
-        CsrShard part = source.read_rows(begin, end);
-        const std::int64_t base = shard.row_offsets.back();
-        for (std::size_t row = 1; row < part.row_offsets.size(); ++row)
-            shard.row_offsets.push_back(base + part.row_offsets[row]);
-        shard.gene_indices.insert(shard.gene_indices.end(), part.gene_indices.begin(), part.gene_indices.end());
-        shard.values.insert(shard.values.end(), part.values.begin(), part.values.end());
-        ctx.report(done + share * static_cast<double>(end) / static_cast<double>(std::max<std::int64_t>(1, total_rows)));
-    }
-    return shard;
-}
 
 bool all_integer(const ShardSet& shards) {
     for (int index = 0; index < shards.num_shards(); ++index) {
@@ -98,14 +76,8 @@ JobHandle Engine::open(std::string path) {
             data->row_offsets = std::move(offsets);
             data->meta = std::move(opened.meta);
         } else {
-            // CUDA shards need the CUDA backend (gpu/); the engine places shards on CPU
-            // backends, one per requested device, so the same split is kept.
-            const int num_shards = std::max(1, devices.num_shards());
-            const auto ranges = plan_row_ranges(offsets, num_shards, devices.balance);
-            std::vector<CsrShard> shards;
-            for (const auto& range : ranges)
-                shards.push_back(read_shard(*opened.source, range, ctx, 0.0, 1.0, opened.meta.shape.num_cells));
-            data->raw = ShardSet::make_cpu(ShardedCsr(opened.meta.shape, std::move(shards)));
+            data->raw = detail::load_shards(*opened.source, offsets, devices, state->config.device_provider.get(), ctx,
+                                            data->device_note);
             data->meta = std::move(opened.meta);
             data->integer_counts =
                 data->meta.integer_counts_known ? data->meta.integer_counts : all_integer(data->raw);

@@ -23,10 +23,16 @@
 
 namespace fathom {
 
+class DeviceProvider;
+
 /// Where the shards live and how many. Parsed from "cpu", "cpu:N" or "cuda:0,1,..."
 /// (CUDA devices fall back to CPU shards, with a message, when no device is usable).
 struct EngineConfig {
     std::string devices = "cpu:1";
+    /// Makes shards on CUDA devices (gpu::make_device_provider(); the applications set
+    /// it). Null, or no usable device: "cuda..." runs on CPU shards and
+    /// DatasetSummary::device_note says why.
+    std::shared_ptr<DeviceProvider> device_provider;
     /// Largest raw matrix (CSR bytes: 8 per row + 8 per non-zero) loaded into memory;
     /// a larger one is streamed from its file in row blocks (out-of-core: Zheng17 only,
     /// no gene queries). 0 = half of the physical memory; -1 = always stream.
@@ -56,6 +62,9 @@ struct DatasetSummary {
     std::vector<std::string> obsm_keys;
     std::vector<std::string> devices;  ///< one name per shard, e.g. "cpu:0"
     bool streamed = false;             ///< the matrix is streamed from the file (out-of-core)
+    /// Why the requested devices were not used (CPU fallback: no CUDA build, no usable
+    /// device, GPU out of memory); empty when the shards are where --devices asked.
+    std::string device_note;
 };
 
 /// Marker genes of one group (rank_genes_groups), best first.

@@ -421,6 +421,7 @@ std::shared_ptr<AnalysisSnapshot> build_snapshot(const Engine::State& state, con
     const ShardSet& placed = data.streamed && cache.hvg_block ? *cache.hvg_block : data.raw;
     for (int shard = 0; shard < placed.num_shards(); ++shard) summary->devices.push_back(placed.shard(shard).name());
     summary->streamed = data.streamed;
+    summary->device_note = data.device_note;
     snapshot->dataset = summary;
 
     // Cells of the analysis: those that reached PCA, else every cell.

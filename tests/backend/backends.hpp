@@ -1,7 +1,7 @@
 #pragma once
-/// The backends the conformance suite runs on. CPU always; a CUDA entry is added
-/// here by the GPU backend (FATHOM_HAVE_CUDA) and reports itself unavailable, so its
-/// cases skip with a message, when no device is usable.
+/// The backends the conformance suite runs on. CPU always; CUDA in a build with
+/// FATHOM_HAVE_CUDA, where it reports itself unavailable, so its cases skip with a
+/// message, when no device is usable (ctest label `gpu`).
 #include <functional>
 #include <memory>
 #include <string>
@@ -9,6 +9,10 @@
 
 #include "core/backend/Backend.hpp"
 #include "core/backend/CpuBackend.hpp"
+#include "gpu/devices.hpp"
+#if defined(FATHOM_HAVE_CUDA)
+#include "gpu/CudaBackend.hpp"
+#endif
 
 namespace fathom::test {
 
@@ -17,6 +21,7 @@ struct BackendFactory {
     std::string name;                                                   ///< "cpu", "cuda"
     std::function<std::unique_ptr<Backend>(CsrShard, int)> make;        ///< shard, index
     std::function<std::string()> unavailable_reason;                    ///< empty string = available
+    std::function<std::string(int)> name_for;                           ///< Backend::name() of make(_, index)
 };
 
 inline const std::vector<BackendFactory>& backend_factories() {
@@ -24,7 +29,22 @@ inline const std::vector<BackendFactory>& backend_factories() {
         {"cpu", [](CsrShard shard, int index) -> std::unique_ptr<Backend> {
              return std::make_unique<CpuBackend>(std::move(shard), index);
          },
-         [] { return std::string(); }},
+         [] { return std::string(); }, [](int index) { return "cpu:" + std::to_string(index); }},
+#if defined(FATHOM_HAVE_CUDA)
+        // Index k becomes device k modulo the number of devices (tests ask for index 3).
+        {"cuda", [](CsrShard shard, int index) -> std::unique_ptr<Backend> {
+             const auto count = static_cast<int>(gpu::query_devices().devices.size());
+             return std::make_unique<gpu::CudaBackend>(shard, count > 0 ? index % count : index);
+         },
+         [] {
+             const auto query = gpu::query_devices();
+             return query.devices.empty() ? query.message : std::string();
+         },
+         [](int index) {
+             const auto count = static_cast<int>(gpu::query_devices().devices.size());
+             return "cuda:" + std::to_string(count > 0 ? index % count : index);
+         }},
+#endif
     };
     return factories;
 }

@@ -30,6 +30,7 @@ struct LoadedData {
     Dataset meta;
     DeviceSpec devices;
     ShardSet raw;
+    std::string device_note;          ///< DatasetSummary::device_note
     mutable std::mutex raw_mutex;
     QcResult qc;                      ///< on the raw counts, at open
     bool integer_counts = false;

@@ -1,0 +1,45 @@
+#pragma once
+/// How the engine places shards on accelerator devices without knowing their API: the
+/// CUDA backend (gpu/) implements this interface and the applications hand it to the
+/// engine (EngineConfig::device_provider). core never includes CUDA headers.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/backend/Backend.hpp"
+#include "core/backend/ShardSet.hpp"
+
+namespace fathom {
+
+/// Reads rows [begin, end) of the opened matrix as a host CsrShard whose row_begin is
+/// `begin` (e.g. io::RowSource::read_rows). Called with consecutive small blocks.
+using RowBlockReader = std::function<CsrShard(std::int64_t begin, std::int64_t end)>;
+
+/// The devices a DeviceSpec names, resolved at run time.
+struct DeviceResolution {
+    std::vector<int> devices;  ///< usable device indices, in shard order; empty = none
+    std::string reason;        ///< why none is usable (empty when devices is not empty)
+};
+
+/// Makes backends on one kind of accelerator device.
+class DeviceProvider {
+public:
+    virtual ~DeviceProvider() = default;
+    /// The devices of `spec` (kind Cuda; an empty device list means every visible
+    /// device) that exist and are usable. Never throws; a spec naming a device that
+    /// does not exist resolves to none, with the reason.
+    virtual DeviceResolution resolve(const DeviceSpec& spec) const = 0;
+    /// Loads rows `range` of the matrix onto `device` as one shard, reading it through
+    /// `read` in blocks (the host holds one block at a time). global_row_offsets are
+    /// the matrix's row offsets (num_cells + 1 entries). Throws DeviceOutOfMemory when
+    /// the shard does not fit, DeviceError on other device failures, std::invalid_argument
+    /// when a block breaks CsrShard's invariants, Cancelled when ctx is cancelled.
+    virtual std::unique_ptr<Backend> load(const RowBlockReader& read, const RowRange& range,
+                                          std::span<const std::int64_t> global_row_offsets, std::int64_t num_genes,
+                                          int device, JobContext& ctx) const = 0;
+};
+
+}  // namespace fathom

@@ -1,0 +1,74 @@
+#include "core/engine/detail/DevicePlacement.hpp"
+
+#include <algorithm>
+
+#include "core/types/errors.hpp"
+
+namespace fathom::detail {
+
+namespace {
+
+/// Reads rows [range.begin, range.end) in blocks so that progress and cancellation
+/// work during long reads.
+CsrShard read_shard(io::RowSource& source, const RowRange& range, JobContext& ctx, std::int64_t total_rows) {
+    constexpr std::int64_t block = 65536;
+    CsrShard shard;
+    shard.row_begin = range.begin;
+    shard.num_genes = source.shape().num_genes;
+    shard.row_offsets.reserve(static_cast<std::size_t>(range.size() + 1));
+    for (std::int64_t begin = range.begin; begin < range.end; begin += block) {
+        ctx.checkpoint();
+        const std::int64_t end = std::min(range.end, begin + block);
+        CsrShard part = source.read_rows(begin, end);
+        const std::int64_t base = shard.row_offsets.back();
+        for (std::size_t row = 1; row < part.row_offsets.size(); ++row)
+            shard.row_offsets.push_back(base + part.row_offsets[row]);
+        shard.gene_indices.insert(shard.gene_indices.end(), part.gene_indices.begin(), part.gene_indices.end());
+        shard.values.insert(shard.values.end(), part.values.begin(), part.values.end());
+        ctx.report(static_cast<double>(end) / static_cast<double>(std::max<std::int64_t>(1, total_rows)));
+    }
+    return shard;
+}
+
+ShardSet load_cpu(io::RowSource& source, const std::vector<std::int64_t>& offsets, int num_shards, ShardBalance balance,
+                  JobContext& ctx) {
+    const auto ranges = plan_row_ranges(offsets, std::max(1, num_shards), balance);
+    std::vector<CsrShard> shards;
+    for (const auto& range : ranges) shards.push_back(read_shard(source, range, ctx, source.shape().num_cells));
+    return ShardSet::make_cpu(ShardedCsr(source.shape(), std::move(shards)));
+}
+
+std::string shards_text(int count) { return std::to_string(count) + (count == 1 ? " shard" : " shards"); }
+
+}  // namespace
+
+ShardSet load_shards(io::RowSource& source, const std::vector<std::int64_t>& offsets, const DeviceSpec& spec,
+                     const DeviceProvider* provider, JobContext& ctx, std::string& note) {
+    note.clear();
+    if (spec.kind == BackendKind::Cpu) return load_cpu(source, offsets, spec.num_cpu_shards, spec.balance, ctx);
+
+    const int cpu_shards = std::max(1, spec.num_shards());
+    const std::string fallback = "; ran on the CPU instead (" + shards_text(cpu_shards) + ")";
+    DeviceResolution resolution;
+    if (provider == nullptr) resolution.reason = "this program has no CUDA backend";
+    else resolution = provider->resolve(spec);
+    if (resolution.devices.empty()) {
+        note = "--devices " + spec.to_string() + ": " + resolution.reason + fallback;
+        return load_cpu(source, offsets, cpu_shards, spec.balance, ctx);
+    }
+    try {
+        const auto ranges = plan_row_ranges(offsets, static_cast<int>(resolution.devices.size()), spec.balance);
+        const std::int64_t num_genes = source.shape().num_genes;
+        const RowBlockReader read = [&source](std::int64_t begin, std::int64_t end) { return source.read_rows(begin, end); };
+        std::vector<std::unique_ptr<Backend>> backends;
+        for (std::size_t shard = 0; shard < ranges.size(); ++shard)
+            backends.push_back(provider->load(read, ranges[shard], offsets, num_genes, resolution.devices[shard], ctx));
+        return ShardSet(std::move(backends), num_genes);
+    } catch (const DeviceOutOfMemory& error) {
+        // The device memory is released with the partial shards; the CPU takes over.
+        note = "--devices " + spec.to_string() + ": " + error.what() + fallback;
+    }
+    return load_cpu(source, offsets, cpu_shards, spec.balance, ctx);
+}
+
+}  // namespace fathom::detail

@@ -1,0 +1,32 @@
+#include "gpu/errors.hpp"
+
+#include <utility>
+
+namespace fathom::gpu {
+
+namespace {
+
+std::string describe(const std::string& device, const std::string& call, const std::string& status, int code,
+                     const std::string& file, int line) {
+    std::string text = device.empty() ? std::string() : device + ": ";
+    text += call + " failed: " + status + " (" + std::to_string(code) + ")";
+    if (!file.empty()) text += " at " + file + ":" + std::to_string(line);
+    return text;
+}
+
+}  // namespace
+
+CudaError::CudaError(std::string call, std::string status, int code, std::string file, int line, std::string device)
+    : DeviceError(describe(device, call, status, code, file, line)),
+      m_call(std::move(call)),
+      m_status(std::move(status)),
+      m_code(code),
+      m_file(std::move(file)),
+      m_line(line) {}
+
+OutOfMemory::OutOfMemory(std::string device, std::int64_t requested_bytes, std::string call)
+    : DeviceOutOfMemory(device + ": GPU out of memory (" + call + " of " + std::to_string(requested_bytes >> 20) +
+                        " MiB)"),
+      m_requested_bytes(requested_bytes) {}
+
+}  // namespace fathom::gpu

@@ -1,0 +1,52 @@
+#include "gpu/provider.hpp"
+
+#include <algorithm>
+#include <string>
+
+#include "gpu/CudaBackend.hpp"
+#include "gpu/devices.hpp"
+
+namespace fathom::gpu {
+
+namespace {
+
+class CudaDeviceProvider final : public DeviceProvider {
+public:
+    DeviceResolution resolve(const DeviceSpec& spec) const override {
+        DeviceResolution resolution;
+        const DeviceQuery query = query_devices();
+        if (query.devices.empty()) {
+            resolution.reason = query.message.empty() ? "no usable CUDA device" : query.message;
+            return resolution;
+        }
+        if (spec.cuda_devices.empty()) {
+            for (const auto& device : query.devices) resolution.devices.push_back(device.index);
+            return resolution;
+        }
+        for (const int wanted : spec.cuda_devices) {
+            const bool present = std::any_of(query.devices.begin(), query.devices.end(),
+                                             [wanted](const DeviceInfo& device) { return device.index == wanted; });
+            if (!present) {
+                resolution.devices.clear();
+                resolution.reason = "cuda:" + std::to_string(wanted) + " does not exist (" +
+                                    std::to_string(query.devices.size()) + " usable CUDA device" +
+                                    (query.devices.size() == 1 ? "" : "s") + ")";
+                return resolution;
+            }
+            resolution.devices.push_back(wanted);
+        }
+        return resolution;
+    }
+
+    std::unique_ptr<Backend> load(const RowBlockReader& read, const RowRange& range,
+                                  std::span<const std::int64_t> global_row_offsets, std::int64_t num_genes, int device,
+                                  JobContext& ctx) const override {
+        return CudaBackend::load(read, range, global_row_offsets, num_genes, device, ctx);
+    }
+};
+
+}  // namespace
+
+std::shared_ptr<DeviceProvider> make_device_provider() { return std::make_shared<CudaDeviceProvider>(); }
+
+}  // namespace fathom::gpu

@@ -1,0 +1,161 @@
+// Shards on accelerator devices through EngineConfig::device_provider: the engine
+// loads each shard through the provider straight from the file, and falls back to CPU
+// shards, saying why, when there is no provider, no usable device or the device runs
+// out of memory. Fallback runs give exactly the CPU run's results.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <mutex>
+
+#include "core/backend/CpuBackend.hpp"
+#include "core/backend/DeviceProvider.hpp"
+#include "core/engine/Engine.hpp"
+#include "core/io/synth.hpp"
+#include "core/types/errors.hpp"
+#include "tests/support/paths.hpp"
+
+namespace fathom {
+namespace {
+
+using namespace std::chrono_literals;
+
+const std::string& dataset_path() {
+    static const std::string path = [] {
+        io::SynthOptions options;
+        options.num_cells = 700;
+        options.num_genes = 500;
+        options.num_cell_types = 3;
+        options.seed = 9;
+        const auto folder = test::temp_dir("device-placement");
+        const std::string file = (folder / "synthetic.h5").string();
+        io::write_synthetic(file, options);
+        return file;
+    }();
+    return path;
+}
+
+/// A stand-in accelerator: "devices" 0 and 1, shards held by CPU backends built from
+/// the blocks the reader returns; records what it was asked. `out_of_memory` makes
+/// every load fail as a full device does.
+class FakeProvider final : public DeviceProvider {
+public:
+    explicit FakeProvider(bool out_of_memory = false) : m_out_of_memory(out_of_memory) {}
+    DeviceResolution resolve(const DeviceSpec& spec) const override {
+        if (spec.cuda_devices.empty()) return {{0, 1}, {}};
+        for (int device : spec.cuda_devices)
+            if (device > 1) return {{}, "cuda:" + std::to_string(device) + " does not exist (2 devices)"};
+        return {spec.cuda_devices, {}};
+    }
+    std::unique_ptr<Backend> load(const RowBlockReader& read, const RowRange& range,
+                                  std::span<const std::int64_t> global_row_offsets, std::int64_t num_genes, int device,
+                                  JobContext&) const override {
+        if (m_out_of_memory) throw DeviceOutOfMemory("cuda:" + std::to_string(device) + ": GPU out of memory (cudaMalloc of 9000 MiB)");
+        CsrShard shard;
+        shard.row_begin = range.begin;
+        shard.num_genes = num_genes;
+        // Two blocks, as a device loader reads through its staging buffer.
+        const std::int64_t middle = range.begin + range.size() / 2;
+        for (const auto& [begin, end] : {std::pair{range.begin, middle}, std::pair{middle, range.end}}) {
+            if (begin == end) continue;
+            const CsrShard block = read(begin, end);
+            EXPECT_EQ(block.row_begin, begin);
+            const std::int64_t base = shard.row_offsets.back();
+            for (std::size_t row = 1; row < block.row_offsets.size(); ++row) shard.row_offsets.push_back(base + block.row_offsets[row]);
+            shard.gene_indices.insert(shard.gene_indices.end(), block.gene_indices.begin(), block.gene_indices.end());
+            shard.values.insert(shard.values.end(), block.values.begin(), block.values.end());
+        }
+        EXPECT_EQ(shard.nnz(), global_row_offsets[static_cast<std::size_t>(range.end)] - global_row_offsets[static_cast<std::size_t>(range.begin)]);
+        std::lock_guard lock(m_mutex);
+        m_loaded.push_back({device, range});
+        return std::make_unique<CpuBackend>(std::move(shard), device);
+    }
+    std::vector<std::pair<int, RowRange>> loaded() const {
+        std::lock_guard lock(m_mutex);
+        return m_loaded;
+    }
+
+private:
+    bool m_out_of_memory = false;
+    mutable std::mutex m_mutex;
+    mutable std::vector<std::pair<int, RowRange>> m_loaded;
+};
+
+struct RunResult {
+    std::string note;
+    std::vector<std::string> devices;
+    std::vector<float> pca;
+};
+
+RunResult run(const std::string& devices, std::shared_ptr<DeviceProvider> provider) {
+    EngineConfig config;
+    config.devices = devices;
+    config.device_provider = std::move(provider);
+    Engine engine(config);
+    auto opened = engine.open(dataset_path());
+    EXPECT_TRUE(opened.wait_for(120s));
+    EXPECT_EQ(opened.status().state, JobState::Succeeded) << opened.status().message;
+    PipelineSettings settings;
+    settings.num_top_genes = 150;
+    settings.num_pcs = 10;
+    settings.run_neighbors = false;
+    settings.run_umap = false;
+    settings.run_leiden = false;
+    settings.markers.clear();
+    auto ran = engine.run(settings);
+    EXPECT_TRUE(ran.wait_for(120s));
+    EXPECT_EQ(ran.status().state, JobState::Succeeded) << ran.status().message;
+    const auto snapshot = engine.snapshot();
+    return {snapshot->dataset->device_note, snapshot->dataset->devices, snapshot->obsm.at("X_pca")->values()};
+}
+
+TEST(DevicePlacement, CpuDevicesNeedNoProviderAndLeaveNoNote) {
+    const auto cpu = run("cpu:2", nullptr);
+    EXPECT_TRUE(cpu.note.empty()) << cpu.note;
+    EXPECT_EQ(cpu.devices, (std::vector<std::string>{"cpu:0", "cpu:1"}));
+}
+
+TEST(DevicePlacement, WithoutAProviderCudaRunsOnTheCpuAndSaysSo) {
+    const auto cpu = run("cpu:2", nullptr);
+    const auto cuda = run("cuda:0,1", nullptr);
+    EXPECT_EQ(cuda.note, "--devices cuda:0,1: this program has no CUDA backend; ran on the CPU instead (2 shards)");
+    EXPECT_EQ(cuda.devices, cpu.devices);
+    EXPECT_EQ(cuda.pca, cpu.pca) << "the fallback is the CPU run itself";
+}
+
+TEST(DevicePlacement, NoUsableDeviceFallsBackWithTheProvidersReason) {
+    const auto cpu = run("cpu:1", nullptr);
+    const auto cuda = run("cuda:5", std::make_shared<FakeProvider>());
+    EXPECT_EQ(cuda.note, "--devices cuda:5: cuda:5 does not exist (2 devices); ran on the CPU instead (1 shard)");
+    EXPECT_EQ(cuda.pca, cpu.pca);
+}
+
+TEST(DevicePlacement, DeviceShardsAreLoadedThroughTheProviderInRowOrder) {
+    const auto cpu = run("cpu:2", nullptr);
+    auto provider = std::make_shared<FakeProvider>();
+    const auto placed = run("cuda:1,0", provider);
+    EXPECT_TRUE(placed.note.empty()) << placed.note;
+    const auto loaded = provider->loaded();
+    ASSERT_EQ(loaded.size(), 2u);
+    EXPECT_EQ(loaded[0].first, 1) << "shard 0 on the first listed device";
+    EXPECT_EQ(loaded[1].first, 0);
+    EXPECT_EQ(loaded[0].second.begin, 0);
+    EXPECT_EQ(loaded[0].second.end, loaded[1].second.begin);
+    EXPECT_EQ(loaded[1].second.end, 700);
+    EXPECT_EQ(placed.devices, (std::vector<std::string>{"cpu:1", "cpu:0"}));
+    // The same split by non-zeros as cpu:2, so the same partials in the same order.
+    EXPECT_EQ(placed.pca, cpu.pca);
+}
+
+TEST(DevicePlacement, OutOfMemoryWhileLoadingFallsBackToTheCpuAndSaysSo) {
+    const auto cpu = run("cpu:2", nullptr);
+    const auto cuda = run("cuda", std::make_shared<FakeProvider>(true));
+    EXPECT_NE(cuda.note.find("GPU out of memory"), std::string::npos) << cuda.note;
+    EXPECT_NE(cuda.note.find("ran on the CPU instead (1 shard)"), std::string::npos) << cuda.note;
+    EXPECT_EQ(cuda.devices, (std::vector<std::string>{"cpu:0"}));
+    const auto one = run("cpu:1", nullptr);
+    EXPECT_EQ(cuda.pca, one.pca);
+    EXPECT_EQ(cpu.devices.size(), 2u);
+}
+
+}  // namespace
+}  // namespace fathom

@@ -1,0 +1,115 @@
+// CudaBackend on a real device (skips with a message without one): loading straight
+// from a row reader through the pinned staging buffer, the kernels against their host
+// loops (gpu/shard_kernels.hpp), run-to-run bit identity and the out-of-memory error.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/types/errors.hpp"
+#include "gpu/devices.hpp"
+#include "gpu/shard_kernels.hpp"
+#include "tests/support/simulate.hpp"
+#if defined(FATHOM_HAVE_CUDA)
+#include "gpu/CudaBackend.hpp"
+#endif
+
+namespace fathom::test {
+namespace {
+
+#if defined(FATHOM_HAVE_CUDA)
+
+class CudaBackendTest : public ::testing::Test {
+protected:
+    void SetUp() override {
+        const auto query = gpu::query_devices();
+        if (query.devices.empty()) GTEST_SKIP() << "no CUDA device: " << query.message;
+    }
+    static CsrShard simulated(std::int64_t cells, std::int64_t genes, std::uint64_t seed) {
+        SimulationOptions options;
+        options.num_cells = cells;
+        options.num_genes = genes;
+        options.seed = seed;
+        options.density = 0.2;
+        return simulate_counts(options);
+    }
+    JobContext ctx;
+};
+
+TEST_F(CudaBackendTest, LoadsRowsThroughTheReaderInBlocks) {
+    const auto whole = simulated(5000, 300, 3);
+    const RowRange range{1200, 4100};
+    std::int64_t calls = 0;
+    const RowBlockReader read = [&](std::int64_t begin, std::int64_t end) {
+        ++calls;
+        CsrShard block;
+        block.row_begin = begin;
+        block.num_genes = whole.num_genes;
+        for (std::int64_t row = begin; row < end; ++row) {
+            for (auto entry = whole.row_offsets[static_cast<std::size_t>(row)]; entry < whole.row_offsets[static_cast<std::size_t>(row) + 1]; ++entry) {
+                block.gene_indices.push_back(whole.gene_indices[static_cast<std::size_t>(entry)]);
+                block.values.push_back(whole.values[static_cast<std::size_t>(entry)]);
+            }
+            block.row_offsets.push_back(static_cast<std::int64_t>(block.values.size()));
+        }
+        return block;
+    };
+    const auto backend = gpu::CudaBackend::load(read, range, whole.row_offsets, whole.num_genes, 0, ctx);
+    EXPECT_GE(calls, 1);
+    EXPECT_EQ(backend->row_begin(), range.begin);
+    EXPECT_EQ(backend->num_rows(), range.size());
+    const auto host = backend->to_host();
+    const auto first = whole.row_offsets[static_cast<std::size_t>(range.begin)];
+    for (std::int64_t row = 0; row <= range.size(); ++row)
+        ASSERT_EQ(host.row_offsets[static_cast<std::size_t>(row)], whole.row_offsets[static_cast<std::size_t>(range.begin + row)] - first);
+    EXPECT_TRUE(std::equal(host.values.begin(), host.values.end(), whole.values.begin() + first));
+    EXPECT_TRUE(std::equal(host.gene_indices.begin(), host.gene_indices.end(), whole.gene_indices.begin() + first));
+}
+
+TEST_F(CudaBackendTest, ColumnStatsEqualTheHostLoopBitForBitAndRepeat) {
+    const auto shard = simulated(20000, 500, 5);
+    const gpu::CudaBackend backend(shard, 0);
+    std::vector<double> scale(static_cast<std::size_t>(shard.num_rows()));
+    for (std::size_t row = 0; row < scale.size(); ++row) scale[row] = 0.5 + 0.001 * static_cast<double>(row % 101);
+    ColumnStatsRequest request;
+    request.row_scale = scale;
+    const auto first = backend.column_stats(request, ctx);
+    const auto second = backend.column_stats(request, ctx);
+    EXPECT_EQ(first.sum, second.sum);
+    EXPECT_EQ(first.sum_squares, second.sum_squares);
+    std::vector<double> sum(500), squares(500);
+    std::vector<std::int64_t> nnz(500);
+    gpu::kernels::ValueRequest value_request;
+    value_request.row_scale = scale.data();
+    gpu::kernels::column_stats_host(shard.row_offsets.data(), shard.gene_indices.data(), shard.values.data(),
+                                    gpu::kernels::lane_bounds(shard.row_offsets, gpu::kernels::max_lanes_for_width(500)),
+                                    500, value_request, nullptr, sum.data(), squares.data(), nnz.data());
+    EXPECT_EQ(first.sum, sum) << "same lanes, same order, no FMA contraction";
+    EXPECT_EQ(first.sum_squares, squares);
+    EXPECT_EQ(first.nnz, nnz);
+}
+
+TEST_F(CudaBackendTest, AnAllocationBeyondTheDeviceIsOutOfMemory) {
+    const auto query = gpu::query_devices();
+    // A shard whose gene block Gram matrix alone exceeds the device memory.
+    const auto genes = static_cast<std::int64_t>(std::sqrt(static_cast<double>(query.devices[0].total_memory_bytes) / 8.0)) + 1024;
+    CsrShard shard;
+    shard.num_genes = genes;
+    shard.row_offsets = {0, 1};
+    shard.gene_indices = {0};
+    shard.values = {1.0f};
+    const gpu::CudaBackend backend(shard, 0);
+    std::vector<double> mean(static_cast<std::size_t>(genes), 0.0), inv(static_cast<std::size_t>(genes), 1.0);
+    EXPECT_THROW(backend.gram({}, Standardization{mean, inv, {}, {}}, ctx), DeviceOutOfMemory);
+    // The device is still usable afterwards.
+    EXPECT_EQ(backend.gene_column(0, ctx), std::vector<float>{1.0f});
+}
+
+#else
+
+TEST(CudaBackendTest, BuiltWithoutCuda) { GTEST_SKIP() << "this build has no CUDA support (FATHOM_WITH_CUDA=OFF)"; }
+
+#endif
+
+}  // namespace
+}  // namespace fathom::test
