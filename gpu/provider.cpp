@@ -5,6 +5,7 @@
 
 #include "gpu/CudaBackend.hpp"
 #include "gpu/devices.hpp"
+#include "gpu/knn.hpp"
 
 namespace fathom::gpu {
 
@@ -42,6 +43,19 @@ public:
                                   std::span<const std::int64_t> global_row_offsets, std::int64_t num_genes, int device,
                                   JobContext& ctx) const override {
         return CudaBackend::load(read, range, global_row_offsets, num_genes, device, ctx);
+    }
+
+    bool exact_knn(const DenseMatrix<float>& points, int num_dims, int num_neighbors, std::span<const int> devices,
+                   std::vector<std::int32_t>& indices, std::vector<float>& distances, JobContext& ctx) const override {
+        // The leading num_dims columns, packed (the search reads rows of num_dims).
+        std::vector<float> packed(static_cast<std::size_t>(points.rows()) * static_cast<std::size_t>(num_dims));
+        for (std::int64_t row = 0; row < points.rows(); ++row)
+            std::copy_n(points.row(row).data(), num_dims, packed.data() + row * num_dims);
+        const auto cells = static_cast<std::size_t>(points.rows()) * static_cast<std::size_t>(num_neighbors);
+        indices.assign(cells, 0);
+        distances.assign(cells, 0.0f);
+        gpu::exact_knn(packed.data(), points.rows(), num_dims, num_neighbors, devices, indices.data(), distances.data(), ctx);
+        return true;
     }
 };
 

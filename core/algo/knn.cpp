@@ -379,6 +379,12 @@ KnnResult nearest_neighbors(const DenseMatrix<float>& points, const KnnOptions& 
     graph.indices.resize(static_cast<std::size_t>(num_cells) * static_cast<std::size_t>(num_neighbors));
     graph.distances.resize(graph.indices.size());
 
+    if (options.method != KnnMethod::Hnsw && options.accelerated_exact &&
+        options.accelerated_exact(points, num_dims, graph, ctx)) {
+        result.method_used = KnnMethod::Exact;
+        result.recall = 1.0;
+        return result;
+    }
     if (result.method_used == KnnMethod::Exact) {
         // Each partition (device) searches its queries against all points; the search
         // is certified exact, so the partitioning cannot change the result.

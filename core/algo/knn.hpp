@@ -4,6 +4,7 @@
 /// split into partitions (one per device); each partition is searched independently
 /// against all points and the result does not depend on the partitioning.
 #include <cstdint>
+#include <functional>
 #include <limits>
 
 #include "core/algo/knn_graph.hpp"
@@ -51,6 +52,12 @@ struct KnnOptions {
     /// exactly to estimate the recall. 0 = skip.
     int recall_sample = 1000;
     std::uint64_t seed = 0;  ///< HNSW level generator and recall sample
+    /// An accelerator's exact search (the CUDA backend's, set by the engine when the
+    /// shards are on GPUs), used instead of the CPU search when the method is Exact or
+    /// Auto, at any number of cells. It fills `graph` (num_cells and num_neighbors set,
+    /// tables sized) under the contract of exact_neighbors and returns true, or returns
+    /// false to decline (then the CPU search runs).
+    std::function<bool(const DenseMatrix<float>& points, int num_dims, KnnGraph& graph, JobContext& ctx)> accelerated_exact;
 };
 
 /// Throws std::invalid_argument naming the field ("KnnOptions::num_neighbors must be >= 2")

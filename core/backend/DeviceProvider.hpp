@@ -40,6 +40,20 @@ public:
     virtual std::unique_ptr<Backend> load(const RowBlockReader& read, const RowRange& range,
                                           std::span<const std::int64_t> global_row_offsets, std::int64_t num_genes,
                                           int device, JobContext& ctx) const = 0;
+    /// Exact k nearest neighbours of every row of `points` (cells x components) among
+    /// all rows, using the first num_dims columns, on `devices` (queries split across
+    /// them, the points replicated): num_cells x k row-major tables, self first at 0,
+    /// then increasing euclidean distance (double from the float coordinates), ties by
+    /// increasing index -- the CPU's exact search contract (core/algo/knn.hpp).
+    /// Returns false when this provider has no such search (the default). Throws
+    /// DeviceOutOfMemory / DeviceError.
+    virtual bool exact_knn(const DenseMatrix<float>& points, int num_dims, int num_neighbors,
+                           std::span<const int> devices, std::vector<std::int32_t>& indices,
+                           std::vector<float>& distances, JobContext& ctx) const {
+        static_cast<void>(points), static_cast<void>(num_dims), static_cast<void>(num_neighbors);
+        static_cast<void>(devices), static_cast<void>(indices), static_cast<void>(distances), static_cast<void>(ctx);
+        return false;
+    }
 };
 
 }  // namespace fathom

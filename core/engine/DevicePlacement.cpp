@@ -71,4 +71,23 @@ ShardSet load_shards(io::RowSource& source, const std::vector<std::int64_t>& off
     return load_cpu(source, offsets, cpu_shards, spec.balance, ctx);
 }
 
+std::function<bool(const DenseMatrix<float>&, int, KnnGraph&, JobContext&)> accelerated_knn(const DeviceProvider* provider,
+                                                                                             const ShardSet& shards) {
+    std::vector<int> devices;
+    for (int shard = 0; shard < shards.num_shards(); ++shard) {
+        const Backend& backend = shards.shard(shard);
+        const std::string name = backend.name();  // "cuda:<device>"
+        if (backend.kind() == BackendKind::Cuda && name.rfind("cuda:", 0) == 0) devices.push_back(std::stoi(name.substr(5)));
+    }
+    if (provider == nullptr || devices.empty()) return {};
+    return [provider, devices](const DenseMatrix<float>& points, int num_dims, KnnGraph& graph, JobContext& ctx) {
+        try {
+            return provider->exact_knn(points, num_dims, graph.num_neighbors, devices, graph.indices, graph.distances, ctx);
+        } catch (const DeviceOutOfMemory& error) {
+            ctx.report(0.0, std::string(error.what()) + "; kNN runs on the CPU instead");
+            return false;
+        }
+    };
+}
+
 }  // namespace fathom::detail

@@ -11,6 +11,7 @@
 #include "core/algo/markers.hpp"
 #include "core/algo/recipes.hpp"
 #include "core/algo/umap.hpp"
+#include "core/engine/detail/DevicePlacement.hpp"
 #include "core/engine/detail/EngineState.hpp"
 #include "core/engine/palette.hpp"
 #include "core/io/RowSource.hpp"
@@ -264,6 +265,7 @@ void run_neighbors(Engine::State& state, const PipelineSettings& settings, JobCo
     options.knn.num_neighbors = settings.num_neighbors;
     options.knn.seed = settings.seed;
     options.knn.num_partitions = std::max(1, cache.hvg_block->num_shards());
+    options.knn.accelerated_exact = accelerated_knn(state.config.device_provider.get(), *cache.hvg_block);
     validate(options, cache.pca.scores.rows(), cache.pca.scores.cols());
     cache.neighbors = neighbors(cache.pca.scores, options, ctx);
 }

@@ -58,4 +58,23 @@ void launch_fill_tile(cudaStream_t stream, const std::int64_t* offsets, const st
                       const kernels::BlockTransform& block, std::int64_t first_row, std::int64_t rows, std::int64_t width,
                       double* tile);
 
+// ---- exact kNN (gpu/knn.cu; arithmetic in gpu/knn_kernels.hpp) ----
+
+/// norms[p] = squared norm of point p in float (points: row-major num_points x dims).
+void launch_squared_norms(cudaStream_t stream, const float* points, std::int64_t num_points, int dims, float* norms);
+
+/// Screens points [point_begin, point_begin + num_points) for `num_queries` queries:
+/// dots is the column-major num_queries x num_points GEMM tile of q.p; each query's
+/// sorted candidate list (scores/candidates, slot-major with stride num_queries,
+/// counts per query) takes s = norms[p] - 2 q.p.
+void launch_screen_tile(cudaStream_t stream, const float* dots, const float* norms, std::int64_t point_begin,
+                        std::int64_t num_points, std::int64_t num_queries, int capacity, float* scores,
+                        std::int32_t* candidates, int* counts);
+
+/// Final neighbours of queries [query_begin, query_begin + num_queries) from their
+/// candidates: out rows (num_queries x k) self first, then by double distance.
+void launch_rerank(cudaStream_t stream, const float* points, int dims, std::int64_t query_begin, std::int64_t num_queries,
+                   const std::int32_t* candidates, const int* counts, double* scratch, int num_neighbors,
+                   std::int32_t* out_indices, float* out_distances);
+
 }  // namespace fathom::gpu::detail

@@ -11,7 +11,9 @@
 #include "gpu/shard_kernels.hpp"
 #include "tests/support/simulate.hpp"
 #if defined(FATHOM_HAVE_CUDA)
+#include "core/algo/knn.hpp"
 #include "gpu/CudaBackend.hpp"
+#include "gpu/knn.hpp"
 #endif
 
 namespace fathom::test {
@@ -103,6 +105,32 @@ TEST_F(CudaBackendTest, AnAllocationBeyondTheDeviceIsOutOfMemory) {
     EXPECT_THROW(backend.gram({}, Standardization{mean, inv, {}, {}}, ctx), DeviceOutOfMemory);
     // The device is still usable afterwards.
     EXPECT_EQ(backend.gene_column(0, ctx), std::vector<float>{1.0f});
+}
+
+TEST_F(CudaBackendTest, ExactKnnMatchesTheCpuSearchWithQueriesSplitAcrossDevices) {
+    const std::int64_t cells = 20000;
+    const int dims = 30, neighbors = 15;
+    DenseMatrix<float> points(cells, dims);
+    std::uint64_t state = 12345;
+    for (auto& value : points.values()) {
+        state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+        value = static_cast<float>(static_cast<double>(state >> 11) / 9007199254740992.0 * 10.0 - 5.0);
+    }
+    const KnnGraph expected = exact_neighbors(points, dims, neighbors, 0, cells, ctx);
+    std::vector<std::int32_t> indices(static_cast<std::size_t>(cells * neighbors));
+    std::vector<float> distances(indices.size());
+    // Device 0 twice: two query partitions, as with two GPUs.
+    const std::vector<int> devices{0, 0};
+    gpu::exact_knn(points.values().data(), cells, dims, neighbors, devices, indices.data(), distances.data(), ctx);
+    std::int64_t found = 0;
+    for (std::int64_t cell = 0; cell < cells; ++cell) {
+        ASSERT_EQ(indices[static_cast<std::size_t>(cell * neighbors)], cell) << "self first";
+        const auto truth = expected.neighbors(cell);
+        for (int slot = 1; slot < neighbors; ++slot)
+            found += std::find(truth.begin() + 1, truth.end(), indices[static_cast<std::size_t>(cell * neighbors + slot)]) != truth.end();
+    }
+    const double recall = static_cast<double>(found) / static_cast<double>(cells * (neighbors - 1));
+    EXPECT_GE(recall, 0.999);
 }
 
 #else

@@ -2,9 +2,11 @@
 /// Placing the opened matrix's rows as shards on the requested devices (engine
 /// internals; Engine::open).
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
+#include "core/algo/knn.hpp"
 #include "core/backend/DeviceProvider.hpp"
 #include "core/backend/ShardSet.hpp"
 #include "core/io/RowSource.hpp"
@@ -20,5 +22,13 @@ namespace fathom::detail {
 /// `note` is cleared otherwise. Other device failures propagate (DeviceError).
 ShardSet load_shards(io::RowSource& source, const std::vector<std::int64_t>& offsets, const DeviceSpec& spec,
                      const DeviceProvider* provider, JobContext& ctx, std::string& note);
+
+/// The exact kNN search on the devices that hold `shards`, for
+/// KnnOptions::accelerated_exact: DeviceProvider::exact_knn on every CUDA device among
+/// the shards, in shard order. Empty (the CPU searches) when no shard is on a CUDA
+/// device or there is no provider. When a device runs out of memory it declines, so
+/// the CPU searches, and the job's progress message says so.
+std::function<bool(const DenseMatrix<float>&, int, KnnGraph&, JobContext&)> accelerated_knn(const DeviceProvider* provider,
+                                                                                             const ShardSet& shards);
 
 }  // namespace fathom::detail
