@@ -9,6 +9,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
+#include "core/backend/CpuBackend.hpp"
 #include "core/backend/shard_checks.hpp"
 #include "gpu/detail/cuda_check.hpp"
 #include "gpu/detail/launch.hpp"
@@ -123,6 +124,20 @@ kernels::ValueRequest value_request(const ColumnStatsRequest& request, const Dev
         case ElementTransform::Expm1: out.transform = kernels::kTransformExpm1; break;
     }
     return out;
+}
+
+/// Runs `on_device`; when the device runs out of memory for the primitive's
+/// temporaries, runs `on_host` on a host copy of the shard (the CPU backend) instead
+/// and says so in the job's progress message. The shard stays on the device.
+template <typename Result, typename Device, typename Host>
+Result device_or_host(const CudaBackend& self, const char* primitive, JobContext& ctx, Device&& on_device, Host&& on_host) {
+    try {
+        return on_device();
+    } catch (const OutOfMemory& error) {
+        ctx.report(ctx.progress().fraction, std::string(error.what()) + "; " + primitive + " ran on the CPU instead");
+        const CpuBackend host(self.to_host(), self.device());
+        return on_host(host);
+    }
 }
 
 }  // namespace
@@ -323,7 +338,13 @@ std::unique_ptr<Backend> CudaBackend::clone() const {
 std::unique_ptr<Backend> CudaBackend::clone_columns(std::span<const std::uint8_t> keep, JobContext& ctx) const {
     check_size("clone_columns", "keep", keep.size(), m_impl->num_genes);
     use_device(m_impl->device);
-    return std::unique_ptr<Backend>(new CudaBackend(m_impl->columns_kept(keep, ctx)));
+    try {
+        return std::unique_ptr<Backend>(new CudaBackend(m_impl->columns_kept(keep, ctx)));
+    } catch (const OutOfMemory& error) {
+        // The copy cannot live on the device: it lives on the host (a CPU shard).
+        ctx.report(ctx.progress().fraction, std::string(error.what()) + "; the copy of " + name() + " is kept on the CPU");
+        return CpuBackend(to_host(), device()).clone_columns(keep, ctx);
+    }
 }
 
 CsrShard CudaBackend::to_host() const {
@@ -340,115 +361,123 @@ CsrShard CudaBackend::to_host() const {
 }
 
 RowStats CudaBackend::row_stats(std::span<const std::uint8_t> gene_mask, JobContext& ctx) const {
-    const auto& impl = *m_impl;
-    if (!gene_mask.empty()) check_size("row_stats", "gene_mask", gene_mask.size(), impl.num_genes);
-    ctx.checkpoint();
-    use_device(impl.device);
-    const auto mask = upload(gene_mask, impl.device, impl.stream);
-    DeviceArray<double> total(impl.rows(), impl.device), subset(gene_mask.empty() ? 0 : impl.rows(), impl.device);
-    DeviceArray<std::int64_t> nnz(impl.rows(), impl.device);
-    detail::launch_row_stats(impl.stream, impl.offsets.data(), impl.genes.data(), impl.values.data(), impl.rows(),
-                             gene_mask.empty() ? nullptr : mask.data(), total.data(), nnz.data(), subset.data());
-    RowStats stats;
-    download(stats.total, total.data(), impl.rows(), impl.stream);
-    download(stats.nnz, nnz.data(), impl.rows(), impl.stream);
-    if (!gene_mask.empty()) download(stats.subset_total, subset.data(), impl.rows(), impl.stream);
-    impl.sync();
-    return stats;
+    return device_or_host<RowStats>(*this, "row_stats", ctx, [&]() -> RowStats {
+        const auto& impl = *m_impl;
+        if (!gene_mask.empty()) check_size("row_stats", "gene_mask", gene_mask.size(), impl.num_genes);
+        ctx.checkpoint();
+        use_device(impl.device);
+        const auto mask = upload(gene_mask, impl.device, impl.stream);
+        DeviceArray<double> total(impl.rows(), impl.device), subset(gene_mask.empty() ? 0 : impl.rows(), impl.device);
+        DeviceArray<std::int64_t> nnz(impl.rows(), impl.device);
+        detail::launch_row_stats(impl.stream, impl.offsets.data(), impl.genes.data(), impl.values.data(), impl.rows(),
+                                 gene_mask.empty() ? nullptr : mask.data(), total.data(), nnz.data(), subset.data());
+        RowStats stats;
+        download(stats.total, total.data(), impl.rows(), impl.stream);
+        download(stats.nnz, nnz.data(), impl.rows(), impl.stream);
+        if (!gene_mask.empty()) download(stats.subset_total, subset.data(), impl.rows(), impl.stream);
+        impl.sync();
+        return stats;
+    }, [&](const CpuBackend& host) { return host.row_stats(gene_mask, ctx); });
 }
 
 ColumnStats CudaBackend::column_stats(const ColumnStatsRequest& request, JobContext& ctx) const {
-    const auto& impl = *m_impl;
-    backend_checks::check_request("column_stats", request, impl.rows(), impl.num_genes);
-    ctx.checkpoint();
-    use_device(impl.device);
-    const std::int64_t width = impl.num_genes;
-    const auto bounds = kernels::lane_bounds(impl.host_offsets, kernels::max_lanes_for_width(width));
-    const std::int64_t lanes = static_cast<std::int64_t>(bounds.size()) - 1;
-    const auto bounds_device = upload(std::span<const std::int64_t>(bounds), impl.device, impl.stream);
-    const auto row_scale = upload(request.row_scale, impl.device, impl.stream);
-    const auto column_max = upload(request.column_max, impl.device, impl.stream);
-    const auto row_mask = upload(request.row_mask, impl.device, impl.stream);
-    DeviceArray<double> lane_sum(lanes * width, impl.device), lane_squares(lanes * width, impl.device);
-    DeviceArray<std::int64_t> lane_nnz(lanes * width, impl.device);
-    DeviceArray<double> sum(width, impl.device), squares(width, impl.device);
-    DeviceArray<std::int64_t> nnz(width, impl.device);
-    detail::launch_column_stats(impl.stream, impl.offsets.data(), impl.genes.data(), impl.values.data(),
-                                bounds_device.data(), lanes, impl.num_genes, value_request(request, row_scale, column_max),
-                                request.row_mask.empty() ? nullptr : row_mask.data(), nullptr, width, lane_sum.data(),
-                                lane_squares.data(), lane_nnz.data(), sum.data(), squares.data(), nnz.data());
-    ColumnStats stats;
-    download(stats.sum, sum.data(), width, impl.stream);
-    download(stats.sum_squares, squares.data(), width, impl.stream);
-    download(stats.nnz, nnz.data(), width, impl.stream);
-    impl.sync();
-    stats.num_rows = impl.rows();
-    if (!request.row_mask.empty())
-        stats.num_rows = std::count_if(request.row_mask.begin(), request.row_mask.end(), [](std::uint8_t flag) { return flag != 0; });
-    ctx.checkpoint();
-    return stats;
+    return device_or_host<ColumnStats>(*this, "column_stats", ctx, [&]() -> ColumnStats {
+        const auto& impl = *m_impl;
+        backend_checks::check_request("column_stats", request, impl.rows(), impl.num_genes);
+        ctx.checkpoint();
+        use_device(impl.device);
+        const std::int64_t width = impl.num_genes;
+        const auto bounds = kernels::lane_bounds(impl.host_offsets, kernels::max_lanes_for_width(width));
+        const std::int64_t lanes = static_cast<std::int64_t>(bounds.size()) - 1;
+        const auto bounds_device = upload(std::span<const std::int64_t>(bounds), impl.device, impl.stream);
+        const auto row_scale = upload(request.row_scale, impl.device, impl.stream);
+        const auto column_max = upload(request.column_max, impl.device, impl.stream);
+        const auto row_mask = upload(request.row_mask, impl.device, impl.stream);
+        DeviceArray<double> lane_sum(lanes * width, impl.device), lane_squares(lanes * width, impl.device);
+        DeviceArray<std::int64_t> lane_nnz(lanes * width, impl.device);
+        DeviceArray<double> sum(width, impl.device), squares(width, impl.device);
+        DeviceArray<std::int64_t> nnz(width, impl.device);
+        detail::launch_column_stats(impl.stream, impl.offsets.data(), impl.genes.data(), impl.values.data(),
+                                    bounds_device.data(), lanes, impl.num_genes, value_request(request, row_scale, column_max),
+                                    request.row_mask.empty() ? nullptr : row_mask.data(), nullptr, width, lane_sum.data(),
+                                    lane_squares.data(), lane_nnz.data(), sum.data(), squares.data(), nnz.data());
+        ColumnStats stats;
+        download(stats.sum, sum.data(), width, impl.stream);
+        download(stats.sum_squares, squares.data(), width, impl.stream);
+        download(stats.nnz, nnz.data(), width, impl.stream);
+        impl.sync();
+        stats.num_rows = impl.rows();
+        if (!request.row_mask.empty())
+            stats.num_rows = std::count_if(request.row_mask.begin(), request.row_mask.end(), [](std::uint8_t flag) { return flag != 0; });
+        ctx.checkpoint();
+        return stats;
+    }, [&](const CpuBackend& host) { return host.column_stats(request, ctx); });
 }
 
 GroupColumnStats CudaBackend::group_column_stats(std::span<const std::int32_t> labels, int num_groups,
                                                  const ColumnStatsRequest& request, JobContext& ctx) const {
-    const auto& impl = *m_impl;
-    if (num_groups < 0) throw std::invalid_argument("Backend::group_column_stats: num_groups must be >= 0");
-    check_size("group_column_stats", "labels", labels.size(), impl.rows());
-    ColumnStatsRequest unmasked = request;
-    unmasked.row_mask = {};
-    backend_checks::check_request("group_column_stats", unmasked, impl.rows(), impl.num_genes);
-    GroupColumnStats stats;
-    stats.group_sizes.assign(static_cast<std::size_t>(num_groups), 0);
-    for (std::size_t row = 0; row < labels.size(); ++row) {
-        if (labels[row] < -1 || labels[row] >= num_groups)
-            throw std::invalid_argument("Backend::group_column_stats: label " + std::to_string(labels[row]) + " of row " +
-                                        std::to_string(row) + " is outside [-1, " + std::to_string(num_groups) + ")");
-        if (labels[row] >= 0) ++stats.group_sizes[static_cast<std::size_t>(labels[row])];
-    }
-    ctx.checkpoint();
-    use_device(impl.device);
-    const std::int64_t width = static_cast<std::int64_t>(num_groups) * impl.num_genes;
-    const auto bounds = kernels::lane_bounds(impl.host_offsets, kernels::max_lanes_for_width(width));
-    const std::int64_t lanes = static_cast<std::int64_t>(bounds.size()) - 1;
-    const auto bounds_device = upload(std::span<const std::int64_t>(bounds), impl.device, impl.stream);
-    const auto labels_device = upload(labels, impl.device, impl.stream);
-    const auto row_scale = upload(unmasked.row_scale, impl.device, impl.stream);
-    const auto column_max = upload(unmasked.column_max, impl.device, impl.stream);
-    DeviceArray<double> lane_sum(lanes * width, impl.device), lane_squares(lanes * width, impl.device);
-    DeviceArray<std::int64_t> lane_nnz(lanes * width, impl.device);
-    DeviceArray<double> sum(width, impl.device), squares(width, impl.device);
-    DeviceArray<std::int64_t> nnz(width, impl.device);
-    detail::launch_column_stats(impl.stream, impl.offsets.data(), impl.genes.data(), impl.values.data(),
-                                bounds_device.data(), lanes, impl.num_genes, value_request(unmasked, row_scale, column_max),
-                                nullptr, labels_device.data(), width, lane_sum.data(), lane_squares.data(), lane_nnz.data(),
-                                sum.data(), squares.data(), nnz.data());
-    std::vector<double> sum_host, squares_host;
-    std::vector<std::int64_t> nnz_host;
-    download(sum_host, sum.data(), width, impl.stream);
-    download(squares_host, squares.data(), width, impl.stream);
-    download(nnz_host, nnz.data(), width, impl.stream);
-    impl.sync();
-    stats.sum = DenseMatrix<double>(num_groups, impl.num_genes, std::move(sum_host));
-    stats.sum_squares = DenseMatrix<double>(num_groups, impl.num_genes, std::move(squares_host));
-    stats.nnz = DenseMatrix<std::int64_t>(num_groups, impl.num_genes, std::move(nnz_host));
-    ctx.checkpoint();
-    return stats;
+    return device_or_host<GroupColumnStats>(*this, "group_column_stats", ctx, [&]() -> GroupColumnStats {
+        const auto& impl = *m_impl;
+        if (num_groups < 0) throw std::invalid_argument("Backend::group_column_stats: num_groups must be >= 0");
+        check_size("group_column_stats", "labels", labels.size(), impl.rows());
+        ColumnStatsRequest unmasked = request;
+        unmasked.row_mask = {};
+        backend_checks::check_request("group_column_stats", unmasked, impl.rows(), impl.num_genes);
+        GroupColumnStats stats;
+        stats.group_sizes.assign(static_cast<std::size_t>(num_groups), 0);
+        for (std::size_t row = 0; row < labels.size(); ++row) {
+            if (labels[row] < -1 || labels[row] >= num_groups)
+                throw std::invalid_argument("Backend::group_column_stats: label " + std::to_string(labels[row]) + " of row " +
+                                            std::to_string(row) + " is outside [-1, " + std::to_string(num_groups) + ")");
+            if (labels[row] >= 0) ++stats.group_sizes[static_cast<std::size_t>(labels[row])];
+        }
+        ctx.checkpoint();
+        use_device(impl.device);
+        const std::int64_t width = static_cast<std::int64_t>(num_groups) * impl.num_genes;
+        const auto bounds = kernels::lane_bounds(impl.host_offsets, kernels::max_lanes_for_width(width));
+        const std::int64_t lanes = static_cast<std::int64_t>(bounds.size()) - 1;
+        const auto bounds_device = upload(std::span<const std::int64_t>(bounds), impl.device, impl.stream);
+        const auto labels_device = upload(labels, impl.device, impl.stream);
+        const auto row_scale = upload(unmasked.row_scale, impl.device, impl.stream);
+        const auto column_max = upload(unmasked.column_max, impl.device, impl.stream);
+        DeviceArray<double> lane_sum(lanes * width, impl.device), lane_squares(lanes * width, impl.device);
+        DeviceArray<std::int64_t> lane_nnz(lanes * width, impl.device);
+        DeviceArray<double> sum(width, impl.device), squares(width, impl.device);
+        DeviceArray<std::int64_t> nnz(width, impl.device);
+        detail::launch_column_stats(impl.stream, impl.offsets.data(), impl.genes.data(), impl.values.data(),
+                                    bounds_device.data(), lanes, impl.num_genes, value_request(unmasked, row_scale, column_max),
+                                    nullptr, labels_device.data(), width, lane_sum.data(), lane_squares.data(), lane_nnz.data(),
+                                    sum.data(), squares.data(), nnz.data());
+        std::vector<double> sum_host, squares_host;
+        std::vector<std::int64_t> nnz_host;
+        download(sum_host, sum.data(), width, impl.stream);
+        download(squares_host, squares.data(), width, impl.stream);
+        download(nnz_host, nnz.data(), width, impl.stream);
+        impl.sync();
+        stats.sum = DenseMatrix<double>(num_groups, impl.num_genes, std::move(sum_host));
+        stats.sum_squares = DenseMatrix<double>(num_groups, impl.num_genes, std::move(squares_host));
+        stats.nnz = DenseMatrix<std::int64_t>(num_groups, impl.num_genes, std::move(nnz_host));
+        ctx.checkpoint();
+        return stats;
+    }, [&](const CpuBackend& host) { return host.group_column_stats(labels, num_groups, request, ctx); });
 }
 
 std::vector<float> CudaBackend::gene_column(std::int32_t gene, JobContext& ctx) const {
-    const auto& impl = *m_impl;
-    if (gene < 0 || gene >= impl.num_genes)
-        throw std::invalid_argument("Backend::gene_column: gene " + std::to_string(gene) + " is outside [0, " +
-                                    std::to_string(impl.num_genes) + ")");
-    ctx.checkpoint();
-    use_device(impl.device);
-    DeviceArray<float> column(impl.rows(), impl.device);
-    detail::launch_gene_column(impl.stream, impl.offsets.data(), impl.genes.data(), impl.values.data(), impl.rows(), gene,
-                               column.data());
-    std::vector<float> out;
-    download(out, column.data(), impl.rows(), impl.stream);
-    impl.sync();
-    return out;
+    return device_or_host<std::vector<float>>(*this, "gene_column", ctx, [&]() -> std::vector<float> {
+        const auto& impl = *m_impl;
+        if (gene < 0 || gene >= impl.num_genes)
+            throw std::invalid_argument("Backend::gene_column: gene " + std::to_string(gene) + " is outside [0, " +
+                                        std::to_string(impl.num_genes) + ")");
+        ctx.checkpoint();
+        use_device(impl.device);
+        DeviceArray<float> column(impl.rows(), impl.device);
+        detail::launch_gene_column(impl.stream, impl.offsets.data(), impl.genes.data(), impl.values.data(), impl.rows(), gene,
+                                   column.data());
+        std::vector<float> out;
+        download(out, column.data(), impl.rows(), impl.stream);
+        impl.sync();
+        return out;
+    }, [&](const CpuBackend& host) { return host.gene_column(gene, ctx); });
 }
 
 namespace {
@@ -486,97 +515,101 @@ std::int64_t tile_rows_for(std::int64_t width, std::int64_t rows) {
 }  // namespace
 
 GramResult CudaBackend::gram(GeneBlock genes, const Standardization& standardization, JobContext& ctx) const {
-    const auto& impl = *m_impl;
-    std::int64_t block_size = 0;
-    const auto map = block_map("gram", genes, impl.num_genes, block_size);
-    check_standardization("gram", standardization, block_size);
-    ctx.checkpoint();
-    GramResult result;
-    result.num_rows = impl.rows();
-    if (impl.rows() == 0 || block_size == 0) {
-        result.gram = DenseMatrix<double>(block_size, block_size, 0.0);
-        result.column_sums.assign(static_cast<std::size_t>(block_size), 0.0);
-        return result;
-    }
-    use_device(impl.device);
-    // Z^T Z by DSYRK and the column sums by DGEMV on dense tiles of Z (rows x block,
-    // row-major = column-major block x rows for cuBLAS). Clipped or not, Z is formed
-    // exactly, so both cases share one path.
-    const DeviceBlock block = device_block(map, standardization, {}, impl.device, impl.stream);
-    const std::int64_t tile_rows = tile_rows_for(block_size, impl.rows());
-    DeviceArray<double> tile(tile_rows * block_size, impl.device);
-    DeviceArray<double> gram(block_size * block_size, impl.device), sums(block_size, impl.device);
-    const std::vector<double> ones_host(static_cast<std::size_t>(tile_rows), 1.0);
-    const auto ones = upload(std::span<const double>(ones_host), impl.device, impl.stream);
-    FATHOM_CUDA_CHECK(cudaMemsetAsync(gram.data(), 0, static_cast<std::size_t>(gram.bytes()), impl.stream));
-    FATHOM_CUDA_CHECK(cudaMemsetAsync(sums.data(), 0, static_cast<std::size_t>(sums.bytes()), impl.stream));
-    const double one = 1.0;
-    const int n = static_cast<int>(block_size);
-    for (std::int64_t begin = 0; begin < impl.rows(); begin += tile_rows) {
+    return device_or_host<GramResult>(*this, "gram", ctx, [&]() -> GramResult {
+        const auto& impl = *m_impl;
+        std::int64_t block_size = 0;
+        const auto map = block_map("gram", genes, impl.num_genes, block_size);
+        check_standardization("gram", standardization, block_size);
         ctx.checkpoint();
-        const std::int64_t count = std::min(tile_rows, impl.rows() - begin);
-        detail::launch_fill_tile(impl.stream, impl.offsets.data(), impl.genes.data(), impl.values.data(), block.transform,
-                                 begin, count, block_size, tile.data());
-        const int k = static_cast<int>(count);
-        FATHOM_CUBLAS_CHECK(cublasDsyrk(impl.cublas, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N, n, k, &one, tile.data(), n, &one,
-                                        gram.data(), n));
-        FATHOM_CUBLAS_CHECK(cublasDgemv(impl.cublas, CUBLAS_OP_N, n, k, &one, tile.data(), n, ones.data(), 1, &one,
-                                        sums.data(), 1));
-        impl.sync();  // one tile in flight: keeps cancellation prompt
-    }
-    result.gram = DenseMatrix<double>(block_size, block_size, 0.0);
-    std::vector<double> gram_host;
-    download(gram_host, gram.data(), block_size * block_size, impl.stream);
-    download(result.column_sums, sums.data(), block_size, impl.stream);
-    impl.sync();
-    // Column-major upper triangle: (a, b) with a <= b is at a + b * block.
-    for (std::int64_t b = 0; b < block_size; ++b)
-        for (std::int64_t a = 0; a <= b; ++a) {
-            const double value = gram_host[static_cast<std::size_t>(a + b * block_size)];
-            result.gram(a, b) = value;
-            result.gram(b, a) = value;
+        GramResult result;
+        result.num_rows = impl.rows();
+        if (impl.rows() == 0 || block_size == 0) {
+            result.gram = DenseMatrix<double>(block_size, block_size, 0.0);
+            result.column_sums.assign(static_cast<std::size_t>(block_size), 0.0);
+            return result;
         }
-    return result;
+        use_device(impl.device);
+        // Z^T Z by DSYRK and the column sums by DGEMV on dense tiles of Z (rows x block,
+        // row-major = column-major block x rows for cuBLAS). Clipped or not, Z is formed
+        // exactly, so both cases share one path.
+        const DeviceBlock block = device_block(map, standardization, {}, impl.device, impl.stream);
+        const std::int64_t tile_rows = tile_rows_for(block_size, impl.rows());
+        DeviceArray<double> tile(tile_rows * block_size, impl.device);
+        DeviceArray<double> gram(block_size * block_size, impl.device), sums(block_size, impl.device);
+        const std::vector<double> ones_host(static_cast<std::size_t>(tile_rows), 1.0);
+        const auto ones = upload(std::span<const double>(ones_host), impl.device, impl.stream);
+        FATHOM_CUDA_CHECK(cudaMemsetAsync(gram.data(), 0, static_cast<std::size_t>(gram.bytes()), impl.stream));
+        FATHOM_CUDA_CHECK(cudaMemsetAsync(sums.data(), 0, static_cast<std::size_t>(sums.bytes()), impl.stream));
+        const double one = 1.0;
+        const int n = static_cast<int>(block_size);
+        for (std::int64_t begin = 0; begin < impl.rows(); begin += tile_rows) {
+            ctx.checkpoint();
+            const std::int64_t count = std::min(tile_rows, impl.rows() - begin);
+            detail::launch_fill_tile(impl.stream, impl.offsets.data(), impl.genes.data(), impl.values.data(), block.transform,
+                                     begin, count, block_size, tile.data());
+            const int k = static_cast<int>(count);
+            FATHOM_CUBLAS_CHECK(cublasDsyrk(impl.cublas, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N, n, k, &one, tile.data(), n, &one,
+                                            gram.data(), n));
+            FATHOM_CUBLAS_CHECK(cublasDgemv(impl.cublas, CUBLAS_OP_N, n, k, &one, tile.data(), n, ones.data(), 1, &one,
+                                            sums.data(), 1));
+            impl.sync();  // one tile in flight: keeps cancellation prompt
+        }
+        result.gram = DenseMatrix<double>(block_size, block_size, 0.0);
+        std::vector<double> gram_host;
+        download(gram_host, gram.data(), block_size * block_size, impl.stream);
+        download(result.column_sums, sums.data(), block_size, impl.stream);
+        impl.sync();
+        // Column-major upper triangle: (a, b) with a <= b is at a + b * block.
+        for (std::int64_t b = 0; b < block_size; ++b)
+            for (std::int64_t a = 0; a <= b; ++a) {
+                const double value = gram_host[static_cast<std::size_t>(a + b * block_size)];
+                result.gram(a, b) = value;
+                result.gram(b, a) = value;
+            }
+        return result;
+    }, [&](const CpuBackend& host) { return host.gram(genes, standardization, ctx); });
 }
 
 DenseMatrix<double> CudaBackend::project(const ProjectionRequest& request, JobContext& ctx) const {
-    const auto& impl = *m_impl;
-    if (request.loadings == nullptr) throw std::invalid_argument("Backend::project: loadings is required");
-    std::int64_t block_size = 0;
-    const auto map = block_map("project", request.genes, impl.num_genes, block_size);
-    check_standardization("project", request.standardization, block_size);
-    const auto& loadings = *request.loadings;
-    if (loadings.rows() != block_size)
-        throw std::invalid_argument("Backend::project: loadings has " + std::to_string(loadings.rows()) +
-                                    " rows; expected one per block gene (" + std::to_string(block_size) + ")");
-    if (!request.center.empty()) check_size("project", "center", request.center.size(), block_size);
-    ctx.checkpoint();
-    const std::int64_t components = loadings.cols();
-    DenseMatrix<double> scores(impl.rows(), components, 0.0);
-    if (impl.rows() == 0 || components == 0 || block_size == 0) return scores;
-    use_device(impl.device);
-    // scores tile (rows x components, row-major) = Z tile (rows x block) * loadings
-    // (block x components, row-major): column-major, S' = L' Z' with L' components x block.
-    const DeviceBlock block = device_block(map, request.standardization, request.center, impl.device, impl.stream);
-    const auto loadings_device = upload(std::span<const double>(loadings.values()), impl.device, impl.stream);
-    const std::int64_t tile_rows = tile_rows_for(block_size + components, impl.rows());
-    DeviceArray<double> tile(tile_rows * block_size, impl.device), tile_scores(tile_rows * components, impl.device);
-    const double one = 1.0, zero = 0.0;
-    for (std::int64_t begin = 0; begin < impl.rows(); begin += tile_rows) {
+    return device_or_host<DenseMatrix<double>>(*this, "project", ctx, [&]() -> DenseMatrix<double> {
+        const auto& impl = *m_impl;
+        if (request.loadings == nullptr) throw std::invalid_argument("Backend::project: loadings is required");
+        std::int64_t block_size = 0;
+        const auto map = block_map("project", request.genes, impl.num_genes, block_size);
+        check_standardization("project", request.standardization, block_size);
+        const auto& loadings = *request.loadings;
+        if (loadings.rows() != block_size)
+            throw std::invalid_argument("Backend::project: loadings has " + std::to_string(loadings.rows()) +
+                                        " rows; expected one per block gene (" + std::to_string(block_size) + ")");
+        if (!request.center.empty()) check_size("project", "center", request.center.size(), block_size);
         ctx.checkpoint();
-        const std::int64_t count = std::min(tile_rows, impl.rows() - begin);
-        detail::launch_fill_tile(impl.stream, impl.offsets.data(), impl.genes.data(), impl.values.data(), block.transform,
-                                 begin, count, block_size, tile.data());
-        FATHOM_CUBLAS_CHECK(cublasDgemm(impl.cublas, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(components),
-                                        static_cast<int>(count), static_cast<int>(block_size), &one, loadings_device.data(),
-                                        static_cast<int>(components), tile.data(), static_cast<int>(block_size), &zero,
-                                        tile_scores.data(), static_cast<int>(components)));
-        FATHOM_CUDA_CHECK(cudaMemcpyAsync(scores.row(begin).data(), tile_scores.data(),
-                                          static_cast<std::size_t>(count * components) * sizeof(double),
-                                          cudaMemcpyDeviceToHost, impl.stream));
-        impl.sync();
-    }
-    return scores;
+        const std::int64_t components = loadings.cols();
+        DenseMatrix<double> scores(impl.rows(), components, 0.0);
+        if (impl.rows() == 0 || components == 0 || block_size == 0) return scores;
+        use_device(impl.device);
+        // scores tile (rows x components, row-major) = Z tile (rows x block) * loadings
+        // (block x components, row-major): column-major, S' = L' Z' with L' components x block.
+        const DeviceBlock block = device_block(map, request.standardization, request.center, impl.device, impl.stream);
+        const auto loadings_device = upload(std::span<const double>(loadings.values()), impl.device, impl.stream);
+        const std::int64_t tile_rows = tile_rows_for(block_size + components, impl.rows());
+        DeviceArray<double> tile(tile_rows * block_size, impl.device), tile_scores(tile_rows * components, impl.device);
+        const double one = 1.0, zero = 0.0;
+        for (std::int64_t begin = 0; begin < impl.rows(); begin += tile_rows) {
+            ctx.checkpoint();
+            const std::int64_t count = std::min(tile_rows, impl.rows() - begin);
+            detail::launch_fill_tile(impl.stream, impl.offsets.data(), impl.genes.data(), impl.values.data(), block.transform,
+                                     begin, count, block_size, tile.data());
+            FATHOM_CUBLAS_CHECK(cublasDgemm(impl.cublas, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(components),
+                                            static_cast<int>(count), static_cast<int>(block_size), &one, loadings_device.data(),
+                                            static_cast<int>(components), tile.data(), static_cast<int>(block_size), &zero,
+                                            tile_scores.data(), static_cast<int>(components)));
+            FATHOM_CUDA_CHECK(cudaMemcpyAsync(scores.row(begin).data(), tile_scores.data(),
+                                              static_cast<std::size_t>(count * components) * sizeof(double),
+                                              cudaMemcpyDeviceToHost, impl.stream));
+            impl.sync();
+        }
+        return scores;
+    }, [&](const CpuBackend& host) { return host.project(request, ctx); });
 }
 
 void CudaBackend::scale_rows(std::span<const double> factors, JobContext& ctx) {

@@ -1,6 +1,9 @@
+#include <string>
+
 #include <cuda_runtime.h>
 #include <cusparse.h>
 
+#include "core/types/errors.hpp"
 #include "gpu/devices.hpp"
 
 namespace fathom::gpu {
@@ -37,6 +40,29 @@ DeviceQuery query_devices() {
     }
     if (query.devices.empty()) query.message = "no usable CUDA device";
     return query;
+}
+
+DeviceReservation::DeviceReservation(int device, std::int64_t leave_free_bytes) : m_device(device) {
+    const auto fail = [device](cudaError_t status) {
+        cudaGetLastError();
+        throw DeviceError("cuda:" + std::to_string(device) + ": cannot reserve memory: " + cudaGetErrorString(status));
+    };
+    cudaError_t status = cudaSetDevice(device);
+    if (status != cudaSuccess) fail(status);
+    std::size_t free_bytes = 0, total_bytes = 0;
+    status = cudaMemGetInfo(&free_bytes, &total_bytes);
+    if (status != cudaSuccess) fail(status);
+    const auto wanted = static_cast<std::int64_t>(free_bytes) - leave_free_bytes;
+    if (wanted <= 0) return;
+    status = cudaMalloc(&m_data, static_cast<std::size_t>(wanted));
+    if (status != cudaSuccess) fail(status);
+    m_bytes = wanted;
+}
+
+DeviceReservation::~DeviceReservation() {
+    if (m_data == nullptr) return;
+    cudaSetDevice(m_device);
+    cudaFree(m_data);
 }
 
 }  // namespace fathom::gpu

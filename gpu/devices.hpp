@@ -30,4 +30,21 @@ struct DeviceQuery {
 /// Probes the CUDA runtime. Safe on machines without a driver or device.
 DeviceQuery query_devices();
 
+/// Takes device memory until destroyed, leaving about `leave_free_bytes` free on the
+/// device: simulates a full device (out-of-memory tests, the GPU benchmark). Throws
+/// DeviceError when the device cannot be used (always, in a build without CUDA).
+class DeviceReservation {
+public:
+    DeviceReservation(int device, std::int64_t leave_free_bytes);
+    ~DeviceReservation();
+    DeviceReservation(const DeviceReservation&) = delete;
+    DeviceReservation& operator=(const DeviceReservation&) = delete;
+    std::int64_t reserved_bytes() const noexcept { return m_bytes; }
+
+private:
+    void* m_data = nullptr;
+    int m_device = 0;
+    std::int64_t m_bytes = 0;
+};
+
 }  // namespace fathom::gpu

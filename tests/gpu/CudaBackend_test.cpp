@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/backend/CpuBackend.hpp"
 #include "core/types/errors.hpp"
 #include "gpu/devices.hpp"
 #include "gpu/shard_kernels.hpp"
@@ -91,20 +92,26 @@ TEST_F(CudaBackendTest, ColumnStatsEqualTheHostLoopBitForBitAndRepeat) {
     EXPECT_EQ(first.nnz, nnz);
 }
 
-TEST_F(CudaBackendTest, AnAllocationBeyondTheDeviceIsOutOfMemory) {
-    const auto query = gpu::query_devices();
-    // A shard whose gene block Gram matrix alone exceeds the device memory.
-    const auto genes = static_cast<std::int64_t>(std::sqrt(static_cast<double>(query.devices[0].total_memory_bytes) / 8.0)) + 1024;
-    CsrShard shard;
-    shard.num_genes = genes;
-    shard.row_offsets = {0, 1};
-    shard.gene_indices = {0};
-    shard.values = {1.0f};
+TEST_F(CudaBackendTest, OutOfDeviceMemoryRunsThePrimitiveOnTheCpuAndSaysSo) {
+    // A 6000-gene Gram matrix needs 288 MiB on the device; leave 64 MiB free.
+    const auto shard = simulated(3000, 6000, 11);
     const gpu::CudaBackend backend(shard, 0);
-    std::vector<double> mean(static_cast<std::size_t>(genes), 0.0), inv(static_cast<std::size_t>(genes), 1.0);
-    EXPECT_THROW(backend.gram({}, Standardization{mean, inv, {}, {}}, ctx), DeviceOutOfMemory);
-    // The device is still usable afterwards.
-    EXPECT_EQ(backend.gene_column(0, ctx), std::vector<float>{1.0f});
+    std::vector<double> mean(6000, 0.1), inv(6000, 1.3);
+    const Standardization standardization{mean, inv, {}, {}};
+    GramResult fallback;
+    {
+        const gpu::DeviceReservation full(0, std::int64_t{64} << 20);
+        fallback = backend.gram({}, standardization, ctx);
+    }
+    EXPECT_NE(ctx.progress().message.find("GPU out of memory"), std::string::npos) << ctx.progress().message;
+    EXPECT_NE(ctx.progress().message.find("gram ran on the CPU instead"), std::string::npos) << ctx.progress().message;
+    JobContext fresh;
+    const auto expected = CpuBackend(shard, 0).gram({}, standardization, fresh);
+    EXPECT_EQ(fallback.gram.values(), expected.gram.values()) << "the fallback is the CPU backend itself";
+    // The device is usable again once memory is free.
+    const auto on_device = backend.gram({}, standardization, fresh);
+    for (std::size_t index = 0; index < expected.gram.values().size(); index += 997)
+        EXPECT_NEAR(on_device.gram.values()[index], expected.gram.values()[index], 1e-9 * (1 + std::abs(expected.gram.values()[index])));
 }
 
 TEST_F(CudaBackendTest, ExactKnnMatchesTheCpuSearchWithQueriesSplitAcrossDevices) {
