@@ -268,13 +268,7 @@ std::unique_ptr<CudaBackend> CudaBackend::load(const RowBlockReader& read, const
     while (row < range.size()) {
         ctx.checkpoint();
         // Rows for about kReadBlockEntries stored entries (at least one row).
-        std::int64_t end = row + 1;
-        {
-            const auto first = impl->host_offsets.begin() + row;
-            const auto limit = std::upper_bound(first, impl->host_offsets.end() - 1, *first + kReadBlockEntries);
-            end = std::max<std::int64_t>(row + 1, (limit - impl->host_offsets.begin()) - 1);
-            end = std::min(end, range.size());
-        }
+        const std::int64_t end = kernels::read_block_end(impl->host_offsets, row, kReadBlockEntries);
         CsrShard block = read(range.begin + row, range.begin + end);
         backend_checks::check_shard(block, owner + " (rows " + std::to_string(range.begin + row) + " to " +
                                                std::to_string(range.begin + end) + " of the file)");

@@ -204,6 +204,16 @@ inline std::vector<std::int64_t> lane_bounds(const std::vector<std::int64_t>& of
     return bounds;
 }
 
+/// End of the block of rows that starts at `row` when reading at most `max_entries`
+/// stored entries at once (at least one row, whatever its length). offsets: the
+/// shard's row offsets (rows + 1 entries); row < rows.
+inline std::int64_t read_block_end(const std::vector<std::int64_t>& offsets, std::int64_t row, std::int64_t max_entries) {
+    const std::int64_t rows = static_cast<std::int64_t>(offsets.size()) - 1;
+    const auto first = offsets.begin() + row;
+    const std::int64_t end = (std::upper_bound(first, offsets.end(), *first + max_entries) - offsets.begin()) - 1;
+    return end < row + 1 ? row + 1 : (end > rows ? rows : end);
+}
+
 /// Host loop of the column-statistics kernel: per lane, rows in order, entries in order;
 /// then lanes added in order. Outputs have num_genes entries (zeroed here). Rows with
 /// row_mask[row] == 0 are skipped (row_mask null = every row). Returns included rows.

@@ -76,6 +76,30 @@ TEST(ShardKernels, LaneBoundsCoverEveryRowOnceAndBalanceNonZeros) {
     EXPECT_EQ(k::max_lanes_for_width(std::int64_t{1} << 40), 1);
 }
 
+TEST(ShardKernels, ReadBlocksCoverTheRowsWithinTheEntryLimit) {
+    const std::vector<std::int64_t> offsets{0, 3, 3, 10, 11, 30, 31, 32};  // row 4 alone holds 19
+    for (const std::int64_t limit : {1, 5, 8, 20, 100}) {
+        std::int64_t row = 0, blocks = 0;
+        while (row < 7) {
+            const auto end = k::read_block_end(offsets, row, limit);
+            ASSERT_GT(end, row);
+            // Within the limit unless the block is one long row; maximal otherwise.
+            if (end - row > 1) {
+                EXPECT_LE(offsets[static_cast<std::size_t>(end)] - offsets[static_cast<std::size_t>(row)], limit);
+            }
+            if (end < 7) {
+                EXPECT_GT(offsets[static_cast<std::size_t>(end) + 1] - offsets[static_cast<std::size_t>(row)], limit);
+            }
+            row = end;
+            ++blocks;
+        }
+        EXPECT_EQ(row, 7);
+        if (limit == 100) {
+            EXPECT_EQ(blocks, 1);
+        }
+    }
+}
+
 TEST(ShardKernels, RowStatsHostLoopMatchesCpuBackend) {
     const auto shard = simulated(5);
     JobContext ctx;
