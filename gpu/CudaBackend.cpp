@@ -354,6 +354,21 @@ CsrShard CudaBackend::to_host() const {
     return shard;
 }
 
+bool CudaBackend::values_are_counts(JobContext& ctx) const {
+    return device_or_host<bool>(*this, "values_are_counts", ctx, [&]() -> bool {
+        const auto& impl = *m_impl;
+        ctx.checkpoint();
+        use_device(impl.device);
+        DeviceArray<int> flag(1, impl.device);
+        FATHOM_CUDA_CHECK(cudaMemsetAsync(flag.data(), 0, sizeof(int), impl.stream));
+        detail::launch_check_counts(impl.stream, impl.values.data(), impl.nnz(), flag.data());
+        int not_counts = 0;
+        FATHOM_CUDA_CHECK(cudaMemcpyAsync(&not_counts, flag.data(), sizeof(int), cudaMemcpyDeviceToHost, impl.stream));
+        impl.sync();
+        return not_counts == 0;
+    }, [&](const CpuBackend& host) { return host.values_are_counts(ctx); });
+}
+
 RowStats CudaBackend::row_stats(std::span<const std::uint8_t> gene_mask, JobContext& ctx) const {
     return device_or_host<RowStats>(*this, "row_stats", ctx, [&]() -> RowStats {
         const auto& impl = *m_impl;

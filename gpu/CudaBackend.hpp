@@ -40,6 +40,8 @@ public:
     std::unique_ptr<Backend> clone() const override;
     std::unique_ptr<Backend> clone_columns(std::span<const std::uint8_t> keep, JobContext& ctx) const override;
     CsrShard to_host() const override;
+    /// One pass over the values on the device; only a flag comes back.
+    bool values_are_counts(JobContext& ctx) const override;
 
     RowStats row_stats(std::span<const std::uint8_t> gene_mask, JobContext& ctx) const override;
     ColumnStats column_stats(const ColumnStatsRequest& request, JobContext& ctx) const override;

@@ -90,6 +90,11 @@ __global__ void log1p_kernel(float* values, std::int64_t count) {
     for (std::int64_t entry = global_thread(); entry < count; entry += grid_stride()) values[entry] = log1p_value(values[entry]);
 }
 
+__global__ void check_counts_kernel(const float* values, std::int64_t count, int* not_counts) {
+    for (std::int64_t entry = global_thread(); entry < count; entry += grid_stride())
+        if (!is_count(values[entry])) atomicExch(not_counts, 1);
+}
+
 __global__ void count_kept_kernel(const std::int64_t* offsets, const std::int32_t* genes, std::int64_t rows,
                                   const std::int32_t* renumber, std::int64_t* counts) {
     for (std::int64_t row = global_thread(); row < rows; row += grid_stride())
@@ -166,6 +171,12 @@ void launch_log1p(cudaStream_t stream, float* values, std::int64_t count) {
     if (count <= 0) return;
     log1p_kernel<<<blocks_for(count), kThreads, 0, stream>>>(values, count);
     FATHOM_CUDA_CHECK_LAUNCH("log1p_kernel");
+}
+
+void launch_check_counts(cudaStream_t stream, const float* values, std::int64_t count, int* not_counts) {
+    if (count <= 0) return;
+    check_counts_kernel<<<blocks_for(count), kThreads, 0, stream>>>(values, count, not_counts);
+    FATHOM_CUDA_CHECK_LAUNCH("check_counts_kernel");
 }
 
 void launch_count_kept(cudaStream_t stream, const std::int64_t* offsets, const std::int32_t* genes, std::int64_t rows,

@@ -41,6 +41,9 @@ FATHOM_HD inline float scale_value(float value, double factor) {
     return static_cast<float>(static_cast<double>(value) * factor);
 }
 
+/// A raw count: a non-negative integer value (NaN is not).
+FATHOM_HD inline bool is_count(float value) { return value >= 0.0f && value == ::floorf(value); }
+
 /// What a column statistic sees for one stored entry (Backend.hpp, ColumnStatsRequest):
 /// scale (one float32 rounding), transform (float32), clip at column_max (double).
 struct ValueRequest {

@@ -18,6 +18,7 @@
 ///   Cancelled, leaving the shard unchanged for read-only primitives; an in-place
 ///   primitive that was cancelled leaves the shard in an unspecified but valid state).
 /// - One call at a time per backend object; calls may come from any thread.
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -144,6 +145,15 @@ public:
     }
     /// A host copy of the shard (for writing outputs and for tests). Not for computing.
     virtual CsrShard to_host() const = 0;
+    /// True when every stored value is a non-negative integer (raw counts; NaN is not).
+    /// This default checks a host copy; backends override it to check in place.
+    virtual bool values_are_counts(JobContext& ctx) const {
+        ctx.checkpoint();
+        const CsrShard host = to_host();
+        for (const float value : host.values)
+            if (!(value >= 0.0f) || value != std::floor(value)) return false;
+        return true;
+    }
 
     // ---- read-only statistics ----
     /// Per-row totals and non-zero counts; subset_total over genes with gene_mask[g] = 1

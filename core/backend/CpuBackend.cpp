@@ -472,6 +472,12 @@ DenseMatrix<double> CpuBackend::project(const ProjectionRequest& request, JobCon
     return scores;
 }
 
+bool CpuBackend::values_are_counts(JobContext& ctx) const {
+    ctx.checkpoint();
+    return std::all_of(m_shard.values.begin(), m_shard.values.end(),
+                       [](float value) { return value >= 0.0f && value == std::floor(value); });
+}
+
 void CpuBackend::scale_rows(std::span<const double> factors, JobContext& ctx) {
     check_size("scale_rows", "factors", factors.size(), m_shard.num_rows());
     parallel_rows(m_shard, ctx, [&](std::int64_t row) {

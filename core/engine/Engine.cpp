@@ -36,12 +36,9 @@ void PipelineSettings::validate() const {
 
 namespace {
 
-bool all_integer(const ShardSet& shards) {
-    for (int index = 0; index < shards.num_shards(); ++index) {
-        const CsrShard host = shards.shard(index).to_host();
-        for (float value : host.values)
-            if (value < 0.0f || value != std::floor(value)) return false;
-    }
+bool all_integer(const ShardSet& shards, JobContext& ctx) {
+    for (int index = 0; index < shards.num_shards(); ++index)
+        if (!shards.shard(index).values_are_counts(ctx)) return false;
     return true;
 }
 
@@ -80,7 +77,7 @@ JobHandle Engine::open(std::string path) {
                                             data->device_note);
             data->meta = std::move(opened.meta);
             data->integer_counts =
-                data->meta.integer_counts_known ? data->meta.integer_counts : all_integer(data->raw);
+                data->meta.integer_counts_known ? data->meta.integer_counts : all_integer(data->raw, ctx);
             state->begin_step(ctx, "qc");
             data->qc = calculate_qc_metrics(data->raw, data->meta.var.index(), QcOptions{}, ctx);
         }

@@ -38,6 +38,10 @@ void launch_scale_rows(cudaStream_t stream, const std::int64_t* offsets, float* 
 /// values = log1p(values) in float32.
 void launch_log1p(cudaStream_t stream, float* values, std::int64_t count);
 
+/// Sets *not_counts to 1 when some value is not a raw count (kernels::is_count);
+/// leaves it unchanged otherwise.
+void launch_check_counts(cudaStream_t stream, const float* values, std::int64_t count, int* not_counts);
+
 /// counts[row] = kept entries of row (renumber[g] >= 0).
 void launch_count_kept(cudaStream_t stream, const std::int64_t* offsets, const std::int32_t* genes, std::int64_t rows,
                        const std::int32_t* renumber, std::int64_t* counts);

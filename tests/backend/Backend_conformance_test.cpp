@@ -437,6 +437,18 @@ TEST_P(BackendConformance, RejectsMalformedShards) {
     EXPECT_THROW(make(short_values), std::invalid_argument);
 }
 
+TEST_P(BackendConformance, ValuesAreCountsOnlyForNonNegativeIntegers) {
+    auto shard = simulated(43);
+    ASSERT_GT(shard.nnz(), 10);
+    EXPECT_TRUE(make(shard)->values_are_counts(ctx));
+    EXPECT_TRUE(make(empty_shard(5))->values_are_counts(ctx));
+    for (const float bad : {2.5f, -1.0f, std::nanf("")}) {
+        auto changed = shard;
+        changed.values[static_cast<std::size_t>(shard.nnz() / 2)] = bad;
+        EXPECT_FALSE(make(changed)->values_are_counts(ctx)) << bad;
+    }
+}
+
 TEST_P(BackendConformance, CloneIsIndependent) {
     const auto shard = simulated(31);
     auto backend = make(shard);

@@ -100,6 +100,12 @@ TEST(ShardKernels, ReadBlocksCoverTheRowsWithinTheEntryLimit) {
     }
 }
 
+TEST(ShardKernels, IsCountAcceptsNonNegativeIntegersOnly) {
+    for (const float value : {0.0f, 1.0f, 17.0f, 16777216.0f}) EXPECT_TRUE(k::is_count(value)) << value;
+    for (const float value : {0.5f, -1.0f, -0.25f, std::nanf(""), 1e-30f}) EXPECT_FALSE(k::is_count(value)) << value;
+    EXPECT_TRUE(k::is_count(-0.0f)) << "-0 equals 0, as the CPU check says";
+}
+
 TEST(ShardKernels, RowStatsHostLoopMatchesCpuBackend) {
     const auto shard = simulated(5);
     JobContext ctx;
