@@ -6,6 +6,7 @@
 #include "gpu/CudaBackend.hpp"
 #include "gpu/devices.hpp"
 #include "gpu/knn.hpp"
+#include "gpu/umap.hpp"
 
 namespace fathom::gpu {
 
@@ -55,6 +56,12 @@ public:
         indices.assign(cells, 0);
         distances.assign(cells, 0.0f);
         gpu::exact_knn(packed.data(), points.rows(), num_dims, num_neighbors, devices, indices.data(), distances.data(), ctx);
+        return true;
+    }
+
+    bool umap_sgd(const UmapSgdProblem& problem, float* embedding, int publish_every,
+                  const std::function<void(int epochs_done)>& publish, int device, JobContext& ctx) const override {
+        gpu::umap_sgd(problem, embedding, publish_every, publish, device, ctx);
         return true;
     }
 };

@@ -454,6 +454,30 @@ UmapResult umap(const CsrGraph& connectivities, const DenseMatrix<float>& data, 
     const auto publish = [&](int epoch) {
         if (options.on_epoch) options.on_epoch(epoch, embedding);
     };
+    if (options.parallelism == UmapParallelism::Deterministic && options.accelerated_sgd) {
+        UmapSgdProblem problem;
+        problem.num_vertices = num_cells;
+        problem.dim = dim;
+        problem.offsets = layout.offsets;
+        problem.tail = layout.tail;
+        problem.epochs_per_sample = layout.epochs_per_sample;
+        problem.epochs_per_negative_sample = layout.epochs_per_negative_sample;
+        problem.a = layout.a;
+        problem.b = layout.b;
+        problem.gamma = layout.gamma;
+        problem.num_epochs = num_epochs;
+        problem.learning_rate = options.learning_rate;
+        problem.seed = options.seed;
+        problem.block_size = deterministic_block_size(num_cells);
+        const auto publish_done = [&](int epochs_done) {
+            if (epochs_done < num_epochs) publish(epochs_done);
+        };
+        if (options.accelerated_sgd(problem, embedding, publish_done, ctx)) {
+            publish(num_epochs);
+            result.embedding = std::move(embedding);
+            return result;
+        }
+    }
     std::vector<float> before;
     if (options.parallelism == UmapParallelism::Deterministic) before.resize(embedding.values().size());
     SampleRng sequential_rng(stream_key(options.seed, 0, 0));

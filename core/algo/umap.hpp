@@ -7,6 +7,7 @@
 #include <functional>
 
 #include "core/algo/knn_graph.hpp"
+#include "core/backend/DeviceProvider.hpp"
 #include "core/types/DenseMatrix.hpp"
 
 namespace fathom {
@@ -66,6 +67,13 @@ struct UmapOptions {
     int publish_every = 10;
     /// Receives intermediate embeddings (cells x num_components) on the calling thread.
     std::function<void(int epoch, const DenseMatrix<float>& embedding)> on_epoch;
+    /// Deterministic mode only: an accelerator's SGD (the CUDA backend's, set by the
+    /// engine when the shards are on GPUs) run instead of the CPU epochs. It updates
+    /// `embedding` in place under UmapSgdProblem's contract, calls publish(epochs_done)
+    /// with the embedding current, and returns true; false = declined, the CPU runs.
+    std::function<bool(const UmapSgdProblem& problem, DenseMatrix<float>& embedding,
+                       const std::function<void(int epochs_done)>& publish, JobContext& ctx)>
+        accelerated_sgd;
 };
 
 /// Throws std::invalid_argument naming the field ("UmapOptions::min_dist must be >= 0").

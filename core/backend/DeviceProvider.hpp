@@ -24,6 +24,27 @@ struct DeviceResolution {
     std::string reason;        ///< why none is usable (empty when devices is not empty)
 };
 
+/// The SGD of UMAP's deterministic mode (core/algo/umap.hpp,
+/// UmapParallelism::Deterministic) as an accelerator receives it: the pruned symmetric
+/// graph in CSR order (head = row) with umap's sampling schedule, and the run's
+/// constants. The accelerator must run exactly the CPU's epochs: vertices in
+/// consecutive blocks of block_size, each block's vertices reading the block as it
+/// was when the block began and every other vertex live; alpha falls linearly from
+/// learning_rate.
+struct UmapSgdProblem {
+    std::int64_t num_vertices = 0;
+    int dim = 2;                                      ///< embedding columns, <= 8
+    std::span<const std::int64_t> offsets;            ///< num_vertices + 1
+    std::span<const std::int32_t> tail;               ///< per edge
+    std::span<const double> epochs_per_sample;        ///< per edge
+    std::span<const double> epochs_per_negative_sample;  ///< per edge
+    float a = 0.0f, b = 0.0f, gamma = 1.0f;
+    int num_epochs = 0;
+    double learning_rate = 1.0;
+    std::uint64_t seed = 0;
+    std::int64_t block_size = 256;                    ///< vertices per deterministic block
+};
+
 /// Makes backends on one kind of accelerator device.
 class DeviceProvider {
 public:
@@ -52,6 +73,17 @@ public:
                            std::vector<float>& distances, JobContext& ctx) const {
         static_cast<void>(points), static_cast<void>(num_dims), static_cast<void>(num_neighbors);
         static_cast<void>(devices), static_cast<void>(indices), static_cast<void>(distances), static_cast<void>(ctx);
+        return false;
+    }
+    /// Runs UMAP's deterministic SGD on `device`, updating `embedding` (num_vertices x
+    /// dim, row-major) in place; calls publish(epochs_done) on the calling thread every
+    /// publish_every epochs (0 = never) with `embedding` current, and reports progress
+    /// to ctx. Returns false when this provider has no such step (the default). Throws
+    /// DeviceOutOfMemory / DeviceError.
+    virtual bool umap_sgd(const UmapSgdProblem& problem, float* embedding, int publish_every,
+                          const std::function<void(int epochs_done)>& publish, int device, JobContext& ctx) const {
+        static_cast<void>(problem), static_cast<void>(embedding), static_cast<void>(publish_every);
+        static_cast<void>(publish), static_cast<void>(device), static_cast<void>(ctx);
         return false;
     }
 };

@@ -71,14 +71,40 @@ ShardSet load_shards(io::RowSource& source, const std::vector<std::int64_t>& off
     return load_cpu(source, offsets, cpu_shards, spec.balance, ctx);
 }
 
-std::function<bool(const DenseMatrix<float>&, int, KnnGraph&, JobContext&)> accelerated_knn(const DeviceProvider* provider,
-                                                                                             const ShardSet& shards) {
+namespace {
+
+/// CUDA device indices of the shards, in shard order.
+std::vector<int> cuda_devices_of(const ShardSet& shards) {
     std::vector<int> devices;
     for (int shard = 0; shard < shards.num_shards(); ++shard) {
         const Backend& backend = shards.shard(shard);
         const std::string name = backend.name();  // "cuda:<device>"
         if (backend.kind() == BackendKind::Cuda && name.rfind("cuda:", 0) == 0) devices.push_back(std::stoi(name.substr(5)));
     }
+    return devices;
+}
+
+}  // namespace
+
+decltype(UmapOptions::accelerated_sgd) accelerated_umap(const DeviceProvider* provider, const ShardSet& shards,
+                                                        int publish_every) {
+    const std::vector<int> devices = cuda_devices_of(shards);
+    if (provider == nullptr || devices.empty()) return {};
+    const int device = devices.front();
+    return [provider, device, publish_every](const UmapSgdProblem& problem, DenseMatrix<float>& embedding,
+                                             const std::function<void(int)>& publish, JobContext& ctx) {
+        try {
+            return provider->umap_sgd(problem, embedding.data(), publish_every, publish, device, ctx);
+        } catch (const DeviceOutOfMemory& error) {
+            ctx.report(0.0, std::string(error.what()) + "; UMAP runs on the CPU instead");
+            return false;
+        }
+    };
+}
+
+std::function<bool(const DenseMatrix<float>&, int, KnnGraph&, JobContext&)> accelerated_knn(const DeviceProvider* provider,
+                                                                                             const ShardSet& shards) {
+    const std::vector<int> devices = cuda_devices_of(shards);
     if (provider == nullptr || devices.empty()) return {};
     return [provider, devices](const DenseMatrix<float>& points, int num_dims, KnnGraph& graph, JobContext& ctx) {
         try {

@@ -284,6 +284,11 @@ void run_umap(Engine::State& state, const PipelineSettings& settings, JobContext
         state.publish_frame(epoch, total_epochs, false, embedding);
         (void)ctx;
     };
+    // On GPUs: the deterministic SGD, run by the device (same epochs as the CPU's).
+    if (auto sgd = accelerated_umap(state.config.device_provider.get(), *cache.hvg_block, options.publish_every)) {
+        options.parallelism = UmapParallelism::Deterministic;
+        options.accelerated_sgd = std::move(sgd);
+    }
     validate(options);
     const std::int64_t num_cells = cache.pca.scores.rows();
     total_epochs = options.num_epochs > 0 ? options.num_epochs : (num_cells <= 10000 ? 500 : 200);

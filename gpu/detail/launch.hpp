@@ -8,6 +8,7 @@
 #include <cuda_runtime_api.h>
 
 #include "gpu/shard_kernels.hpp"
+#include "gpu/umap_kernels.hpp"
 
 namespace fathom::gpu::detail {
 
@@ -80,5 +81,12 @@ void launch_screen_tile(cudaStream_t stream, const float* dots, const float* nor
 void launch_rerank(cudaStream_t stream, const float* points, int dims, std::int64_t query_begin, std::int64_t num_queries,
                    const std::int32_t* candidates, const int* counts, double* scratch, int num_neighbors,
                    std::int32_t* out_indices, float* out_distances);
+
+// ---- UMAP SGD (gpu/umap.cu; arithmetic in gpu/umap_kernels.hpp) ----
+
+/// One deterministic block: vertices [block_begin, block_end) updated in parallel,
+/// reading the block from block_start and the others from live.
+void launch_umap_block(cudaStream_t stream, const kernels::SgdArrays& sgd, float* live, const float* block_start,
+                       std::int64_t block_begin, std::int64_t block_end, int epoch, float alpha, std::uint64_t seed);
 
 }  // namespace fathom::gpu::detail

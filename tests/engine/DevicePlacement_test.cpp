@@ -130,6 +130,18 @@ public:
         m_knn_devices.assign(devices.begin(), devices.end());
         return true;
     }
+    /// Records the call and leaves the embedding as it is (the initialisation).
+    bool umap_sgd(const UmapSgdProblem& problem, float*, int publish_every, const std::function<void(int)>& publish, int device,
+                  JobContext&) const override {
+        std::lock_guard lock(m_mutex);
+        m_umap = {problem.num_vertices, publish_every, device};
+        publish(publish_every);
+        return true;
+    }
+    std::vector<std::int64_t> umap_call() const {
+        std::lock_guard lock(m_mutex);
+        return m_umap;
+    }
     std::vector<int> knn_devices() const {
         std::lock_guard lock(m_mutex);
         return m_knn_devices;
@@ -144,6 +156,7 @@ private:
     bool m_device_like = false;
     mutable std::mutex m_mutex;
     mutable std::vector<int> m_knn_devices;
+    mutable std::vector<std::int64_t> m_umap;
     mutable std::vector<std::pair<int, RowRange>> m_loaded;
 };
 
@@ -229,6 +242,27 @@ TEST(DevicePlacement, DeviceShardsSendTheExactKnnToTheDevicesInShardOrder) {
     EXPECT_EQ(placed.pca, cpu.pca);
     ASSERT_EQ(placed.leiden.size(), 700u);
     EXPECT_EQ(placed.leiden, cpu.leiden) << "the device search gives the CPU's exact graph";
+}
+
+TEST(DevicePlacement, DeviceShardsSendUmapToTheFirstDevice) {
+    auto provider = std::make_shared<FakeProvider>(false, true);
+    EngineConfig config;
+    config.devices = "cuda:1,0";
+    config.device_provider = provider;
+    Engine engine(config);
+    auto opened = engine.open(dataset_path());
+    ASSERT_TRUE(opened.wait_for(120s));
+    PipelineSettings settings;
+    settings.num_top_genes = 150;
+    settings.num_pcs = 10;
+    settings.run_umap = true;
+    settings.run_leiden = false;
+    settings.markers.clear();
+    auto ran = engine.run(settings);
+    ASSERT_TRUE(ran.wait_for(120s));
+    ASSERT_EQ(ran.status().state, JobState::Succeeded) << ran.status().message;
+    EXPECT_EQ(provider->umap_call(), (std::vector<std::int64_t>{700, 10, 1})) << "700 cells, a frame every 10 epochs, cuda:1";
+    EXPECT_EQ(engine.snapshot()->obsm.at("X_umap")->rows(), 700);
 }
 
 TEST(DevicePlacement, OutOfMemoryWhileLoadingFallsBackToTheCpuAndSaysSo) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/algo/knn.hpp"
+#include "core/algo/umap.hpp"
 #include "core/backend/DeviceProvider.hpp"
 #include "core/backend/ShardSet.hpp"
 #include "core/io/RowSource.hpp"
@@ -30,5 +31,12 @@ ShardSet load_shards(io::RowSource& source, const std::vector<std::int64_t>& off
 /// the CPU searches, and the job's progress message says so.
 std::function<bool(const DenseMatrix<float>&, int, KnnGraph&, JobContext&)> accelerated_knn(const DeviceProvider* provider,
                                                                                              const ShardSet& shards);
+
+/// UMAP's deterministic SGD on the first CUDA device among `shards`, for
+/// UmapOptions::accelerated_sgd (publishing every publish_every epochs). Empty when no
+/// shard is on a CUDA device or there is no provider; declines on out-of-memory (the
+/// CPU runs the epochs) and the job's progress message says so.
+decltype(UmapOptions::accelerated_sgd) accelerated_umap(const DeviceProvider* provider, const ShardSet& shards,
+                                                        int publish_every);
 
 }  // namespace fathom::detail
