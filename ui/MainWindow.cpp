@@ -72,6 +72,17 @@ const char* failure_name(FailureKind kind) {
     return "compute";
 }
 
+/// The hover readout names the cluster whatever the colouring.
+void show_hover_clusters(PlotView& plot, const AnalysisSnapshot& snapshot) {
+    for (const char* cluster_key : {"leiden", "louvain", "cell_type", "clusters"}) {
+        const Column* column = snapshot.obs->find(cluster_key);
+        const auto* categorical = column ? std::get_if<CategoricalColumn>(&column->data) : nullptr;
+        if (!categorical) continue;
+        plot.setHoverCategories(QString::fromUtf8(cluster_key), categorical->codes, categorical->categories);
+        break;
+    }
+}
+
 }  // namespace
 
 struct MainWindow::Private {
@@ -385,6 +396,7 @@ SelectionWorkflow* MainWindow::selectionWorkflow() const { return d->selection; 
 void MainWindow::refreshObs(const QString& color_key) {
     d->snapshot = d->engine->snapshot();
     refreshColorChoices();
+    if (d->snapshot->obs && d->snapshot->obs->num_rows() == d->plot->numPoints()) show_hover_clusters(*d->plot, *d->snapshot);
     const QString key = color_key.isEmpty() ? d->color_key : color_key;
     if (key.startsWith(QStringLiteral("gene:"))) return;  // gene values do not depend on obs
     if (d->snapshot->obs && d->snapshot->obs->find(key.toStdString())) colorBy(key);
@@ -638,14 +650,7 @@ bool MainWindow::showEmbedding(const QString& key) {
     d->embedding_key = key;
     if (d->snapshot->obs && d->snapshot->obs->num_rows() == matrix.rows()) {
         d->plot->setCellNames(std::shared_ptr<const std::vector<std::string>>(d->snapshot->obs, &d->snapshot->obs->index()));
-        // The hover readout names the cluster whatever the colouring.
-        for (const char* cluster_key : {"leiden", "louvain", "cell_type", "clusters"}) {
-            const Column* column = d->snapshot->obs->find(cluster_key);
-            const auto* categorical = column ? std::get_if<CategoricalColumn>(&column->data) : nullptr;
-            if (!categorical) continue;
-            d->plot->setHoverCategories(QString::fromUtf8(cluster_key), categorical->codes, categorical->categories);
-            break;
-        }
+        show_hover_clusters(*d->plot, *d->snapshot);
     }
     if (!same_cells && !d->color_key.isEmpty()) colorBy(d->color_key);
     return true;
