@@ -1166,6 +1166,8 @@ void PlotView::buildOverlay() {
         ImGui::Text("%s / %s cells  |  %.1f ms  |  %s", format_count(d->visible_count).toUtf8().constData(),
                     format_count(d->num_points).toUtf8().constData(), frame_ms,
                     densityActive() ? "density" : "points");
+        if (!d->selection->empty())
+            ImGui::Text("%s selected", format_count(static_cast<std::int64_t>(d->selection->size())).toUtf8().constData());
         if (d->uploaded < d->num_points)
             ImGui::Text("uploading %.0f%%", 100.0 * static_cast<double>(d->uploaded) / std::max<std::int64_t>(1, d->num_points));
     }
