@@ -31,6 +31,7 @@
 #include <QTabWidget>
 #include <QTimer>
 #include <QToolBar>
+#include <QUndoStack>
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -40,6 +41,9 @@
 #include "ui/JobWatcher.hpp"
 #include "ui/PipelinePanel.hpp"
 #include "ui/PlotView.hpp"
+#include "ui/SelectionController.hpp"
+#include "ui/SelectionWorkflow.hpp"
+#include "ui/MarkersPanel.hpp"
 
 namespace fathom::ui {
 
@@ -66,6 +70,17 @@ const char* failure_name(FailureKind kind) {
         case FailureKind::Compute: return "compute";
     }
     return "compute";
+}
+
+/// The hover readout names the cluster whatever the colouring.
+void show_hover_clusters(PlotView& plot, const AnalysisSnapshot& snapshot) {
+    for (const char* cluster_key : {"leiden", "louvain", "cell_type", "clusters"}) {
+        const Column* column = snapshot.obs->find(cluster_key);
+        const auto* categorical = column ? std::get_if<CategoricalColumn>(&column->data) : nullptr;
+        if (!categorical) continue;
+        plot.setHoverCategories(QString::fromUtf8(cluster_key), categorical->codes, categorical->categories);
+        break;
+    }
 }
 
 }  // namespace
@@ -108,6 +123,8 @@ struct MainWindow::Private {
     QElapsedTimer frame_label_clock;
     bool busy = false;
     bool updating_controls = false;
+    QUndoStack* undo = nullptr;
+    SelectionWorkflow* selection = nullptr;
 };
 
 MainWindow::MainWindow(EngineConfig config, bool interactive, QWidget* parent)
@@ -122,6 +139,10 @@ MainWindow::MainWindow(EngineConfig config, bool interactive, QWidget* parent)
     d->plot = new PlotView(this);
     d->plot->setObjectName(QStringLiteral("plot"));
     setCentralWidget(d->plot);
+    d->undo = new QUndoStack(this);
+    d->undo->setUndoLimit(200);
+    d->selection = new SelectionWorkflow(*this, d->undo, interactive);
+    connect(d->selection, &SelectionWorkflow::logMessage, this, [this](const QString& line) { log(line); });
     buildDocks();
     buildToolbar();
     buildMenus();
@@ -214,6 +235,7 @@ void MainWindow::buildMenus() {
     quit->setShortcut(QKeySequence::Quit);
     connect(quit, &QAction::triggered, this, &QWidget::close);
 
+    QMenu* edit = menuBar()->addMenu(tr("&Edit"));
     QMenu* view = menuBar()->addMenu(tr("&View"));
     QAction* reset = view->addAction(tr("&Reset view"));
     reset->setShortcut(Qt::Key_Home);
@@ -229,6 +251,10 @@ void MainWindow::buildMenus() {
     QAction* cancel = analysis->addAction(tr("&Cancel"));
     cancel->setShortcut(Qt::Key_Escape);
     connect(cancel, &QAction::triggered, this, &MainWindow::cancelJobs);
+    QMenu* selection = menuBar()->addMenu(tr("&Selection"));
+    QToolBar* tools = addToolBar(tr("Selection"));
+    tools->setObjectName(QStringLiteral("selectionToolbar"));
+    d->selection->addActions(tools, edit, selection);
 }
 
 void MainWindow::buildToolbar() {
@@ -353,11 +379,28 @@ void MainWindow::buildDocks() {
     bottom->setFeatures(QDockWidget::DockWidgetMovable | QDockWidget::DockWidgetFloatable);
     addDockWidget(Qt::BottomDockWidgetArea, bottom);
     resizeDocks({bottom}, {110}, Qt::Vertical);
+
+    auto* markers = new QDockWidget(tr("Selection markers"), this);
+    markers->setObjectName(QStringLiteral("markersDock"));
+    markers->setWidget(d->selection->markersPanel());
+    markers->setFeatures(QDockWidget::DockWidgetMovable | QDockWidget::DockWidgetFloatable | QDockWidget::DockWidgetClosable);
+    addDockWidget(Qt::RightDockWidgetArea, markers);
 }
 
 // ---- accessors ----------------------------------------------------------------------
 
 PlotView* MainWindow::plotView() const { return d->plot; }
+QUndoStack* MainWindow::undoStack() const { return d->undo; }
+SelectionWorkflow* MainWindow::selectionWorkflow() const { return d->selection; }
+
+void MainWindow::refreshObs(const QString& color_key) {
+    d->snapshot = d->engine->snapshot();
+    refreshColorChoices();
+    if (d->snapshot->obs && d->snapshot->obs->num_rows() == d->plot->numPoints()) show_hover_clusters(*d->plot, *d->snapshot);
+    const QString key = color_key.isEmpty() ? d->color_key : color_key;
+    if (key.startsWith(QStringLiteral("gene:"))) return;  // gene values do not depend on obs
+    if (d->snapshot->obs && d->snapshot->obs->find(key.toStdString())) colorBy(key);
+}
 PipelinePanel* MainWindow::pipelinePanel() const { return d->pipeline; }
 DatasetPanel* MainWindow::datasetPanel() const { return d->dataset; }
 JobWatcher* MainWindow::jobWatcher() const { return d->watcher; }
@@ -541,7 +584,14 @@ void MainWindow::pollEmbeddingFrame() {
 // ---- snapshot -> widgets ----------------------------------------------------------------
 
 void MainWindow::applySnapshot(bool after_pipeline) {
+    const auto previous = d->snapshot;
     d->snapshot = d->engine->snapshot();
+    const bool same_file = previous->dataset && d->snapshot->dataset && previous->dataset->path == d->snapshot->dataset->path;
+    if (!same_file || previous->cells != d->snapshot->cells) {
+        // Selections and their undo states refer to the previous cells.
+        d->selection->controller()->reset();
+        d->undo->clear();
+    }
     const AnalysisSnapshot& snapshot = *d->snapshot;
     d->dataset->setSummary(snapshot.dataset.get());
     QStringList genes;
@@ -600,14 +650,7 @@ bool MainWindow::showEmbedding(const QString& key) {
     d->embedding_key = key;
     if (d->snapshot->obs && d->snapshot->obs->num_rows() == matrix.rows()) {
         d->plot->setCellNames(std::shared_ptr<const std::vector<std::string>>(d->snapshot->obs, &d->snapshot->obs->index()));
-        // The hover readout names the cluster whatever the colouring.
-        for (const char* cluster_key : {"leiden", "louvain", "cell_type", "clusters"}) {
-            const Column* column = d->snapshot->obs->find(cluster_key);
-            const auto* categorical = column ? std::get_if<CategoricalColumn>(&column->data) : nullptr;
-            if (!categorical) continue;
-            d->plot->setHoverCategories(QString::fromUtf8(cluster_key), categorical->codes, categorical->categories);
-            break;
-        }
+        show_hover_clusters(*d->plot, *d->snapshot);
     }
     if (!same_cells && !d->color_key.isEmpty()) colorBy(d->color_key);
     return true;

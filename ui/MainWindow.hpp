@@ -22,6 +22,7 @@ class QPushButton;
 class QSlider;
 class QCheckBox;
 class QTimer;
+class QUndoStack;
 
 namespace fathom::ui {
 
@@ -29,6 +30,7 @@ class DatasetPanel;
 class JobWatcher;
 class PipelinePanel;
 class PlotView;
+class SelectionWorkflow;
 
 /// Main window of `fathom`.
 class MainWindow : public QMainWindow {
@@ -55,6 +57,14 @@ public:
     bool showEmbedding(const QString& key);
 
     PlotView* plotView() const;
+    /// Undo / redo of view-state changes (the selection; filters can push theirs too).
+    QUndoStack* undoStack() const;
+    /// Selection tools, annotations, selection markers and exports.
+    SelectionWorkflow* selectionWorkflow() const;
+    /// Re-reads the engine's snapshot after a change to obs alone (a user annotation):
+    /// colour choices, hover readout and colours follow; the positions are not re-uploaded.
+    /// Colours by `color_key` when it is not empty.
+    void refreshObs(const QString& color_key = QString());
     PipelinePanel* pipelinePanel() const;
     DatasetPanel* datasetPanel() const;
     JobWatcher* jobWatcher() const;

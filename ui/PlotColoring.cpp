@@ -89,6 +89,39 @@ std::int64_t fill_uniform_attributes(Rgba8 color, std::span<const std::uint8_t> 
     return visible;
 }
 
+void dim_unselected(std::span<const std::uint8_t> selected, Rgba8 background, float keep,
+                    std::span<PointAttribute> attributes) {
+    keep = std::clamp(keep, 0.0f, 1.0f);
+    const auto mix = [keep](std::uint8_t value, std::uint8_t target) {
+        return static_cast<std::uint8_t>(std::lround(keep * value + (1.0f - keep) * target));
+    };
+    const std::size_t count = std::min(selected.size(), attributes.size());
+    for (std::size_t cell = 0; cell < count; ++cell) {
+        Rgba8& color = attributes[cell].color;
+        if (selected[cell] || color.a == 0) continue;
+        color.r = mix(color.r, background.r);
+        color.g = mix(color.g, background.g);
+        color.b = mix(color.b, background.b);
+    }
+}
+
+std::vector<std::uint32_t> selected_last(std::span<const std::uint32_t> order, std::span<const std::uint8_t> selected) {
+    std::vector<std::uint32_t> out;
+    out.reserve(selected.size());
+    const auto append = [&](bool want_selected) {
+        if (order.empty()) {
+            for (std::size_t cell = 0; cell < selected.size(); ++cell)
+                if ((selected[cell] != 0) == want_selected) out.push_back(static_cast<std::uint32_t>(cell));
+        } else {
+            for (const std::uint32_t cell : order)
+                if (cell < selected.size() && (selected[cell] != 0) == want_selected) out.push_back(cell);
+        }
+    };
+    append(false);
+    append(true);
+    return out;
+}
+
 std::pair<float, float> finite_range(std::span<const float> values) noexcept {
     float low = HUGE_VALF, high = -HUGE_VALF;
     for (float value : values) {

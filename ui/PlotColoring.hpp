@@ -46,6 +46,16 @@ std::int64_t fill_continuous_attributes(std::span<const float> values, Colormap 
 std::int64_t fill_uniform_attributes(Rgba8 color, std::span<const std::uint8_t> cell_mask,
                                      std::span<PointAttribute> out);
 
+/// Selection highlight: the colour of every visible cell whose `selected` flag is 0 is
+/// moved towards `background`, keeping `keep` (in [0, 1]) of it; selected and hidden
+/// cells are left as they are.
+void dim_unselected(std::span<const std::uint8_t> selected, Rgba8 background, float keep,
+                    std::span<PointAttribute> attributes);
+
+/// `order` (a permutation; empty = identity over `selected.size()` cells) with the
+/// selected cells moved last, both parts keeping their relative order.
+std::vector<std::uint32_t> selected_last(std::span<const std::uint32_t> order, std::span<const std::uint8_t> selected);
+
 /// Minimum and maximum of the finite values (0, 0 when there are none).
 std::pair<float, float> finite_range(std::span<const float> values) noexcept;
 

@@ -40,6 +40,10 @@ constexpr double k_auto_density_points_per_pixel = 0.25;
 constexpr double k_density_margin = 0.35;
 // After a zoom the density image is resampled until zooming pauses this long.
 constexpr int k_density_refresh_ms = 150;
+// While a selection exists, the other cells keep this share of their colour.
+constexpr float k_unselected_keep = 0.25f;
+// A lasso records a new vertex once the pointer moved this far (pixels).
+constexpr double k_lasso_step_px = 2.0;
 
 ImVec4 to_imvec4(Rgba8 color, float alpha = 1.0f) {
     return {color.r / 255.0f, color.g / 255.0f, color.b / 255.0f, alpha};
@@ -73,6 +77,8 @@ struct PlotView::Private {
     float data_low = 0.0f, data_high = 0.0f, range_low = 0.0f, range_high = 0.0f;
     Colormap colormap = Colormap::Viridis;
     std::vector<std::uint8_t> cell_mask;
+    SharedCellSet selection = std::make_shared<const CellSet>();
+    std::vector<std::uint8_t> selected;  // num_points flags while a selection exists, else empty
     std::vector<PointAttribute> attributes;
     std::int64_t visible_count = 0;
 
@@ -138,6 +144,11 @@ struct PlotView::Private {
     QPointF mouse_position;
     bool dragging = false;
     QPointF drag_last;
+    Tool tool = Tool::Pan;
+    SelectionMode selection_mode = SelectionMode::Replace;
+    bool gesture_active = false;          // a lasso / rectangle is being drawn
+    SelectionMode gesture_mode = SelectionMode::Replace;
+    QPolygonF gesture_points;             // widget coordinates; a rectangle keeps its two corners
 
     Stats stats;
     QElapsedTimer frame_clock;
@@ -227,6 +238,8 @@ void PlotView::setPositions(std::vector<float> xy, FitPolicy fit) {
         d->hover_codes.clear();
         d->hover_categories.clear();
         d->cell_mask.clear();
+        d->selection = std::make_shared<const CellSet>();
+        d->selected.clear();
         d->kind = ColorKind::Uniform;
         d->color_name.clear();
         d->codes.clear();
@@ -386,12 +399,72 @@ void PlotView::rebuildAttributes() {
                                                           d->cell_mask, d->attributes);
             break;
     }
+    if (!d->selected.empty()) dim_unselected(d->selected, d->background(), k_unselected_keep, d->attributes);
     d->attributes_dirty = true;
     if (d->hovered >= 0 && (d->hovered >= d->num_points || d->attributes[d->hovered].color.a == 0)) {
         d->hovered = -1;
         emit hoveredCellChanged(-1);
     }
     markSceneDirty(true);
+}
+
+// ---- selection -------------------------------------------------------------------------
+
+void PlotView::setTool(Tool tool) {
+    d->tool = tool;
+    d->gesture_active = false;
+    setCursor(tool == Tool::Pan ? Qt::ArrowCursor : Qt::CrossCursor);
+    update();
+}
+
+PlotView::Tool PlotView::tool() const { return d->tool; }
+void PlotView::setSelectionMode(SelectionMode mode) { d->selection_mode = mode; }
+SelectionMode PlotView::selectionMode() const { return d->selection_mode; }
+
+void PlotView::setSelection(SharedCellSet cells) {
+    if (!cells) cells = std::make_shared<const CellSet>();
+    const bool had = !d->selected.empty();
+    d->selection = std::move(cells);
+    if (d->selection->empty()) d->selected.clear();
+    else d->selected = selection_mask(*d->selection, d->num_points);
+    if (!had && d->selected.empty()) return;
+    rebuildAttributes();
+    rebuildDrawOrder();
+}
+
+SharedCellSet PlotView::selection() const { return d->selection; }
+
+CellSet PlotView::cellsInWorldPolygon(std::span<const Vec2> polygon) const {
+    if (d->num_points == 0) return {};
+    if (d->grid_dirty) {
+        d->grid.build(d->positions);
+        d->grid_dirty = false;
+    }
+    return d->grid.points_in_polygon(polygon, [this](std::int64_t cell) {
+        return static_cast<std::size_t>(cell) < d->attributes.size() && d->attributes[cell].color.a != 0;
+    });
+}
+
+CellSet PlotView::cellsInWidgetPolygon(const QPolygonF& polygon) const {
+    std::vector<Vec2> world;
+    world.reserve(static_cast<std::size_t>(polygon.size()));
+    for (const QPointF& point : polygon) world.push_back(d->view.screen_to_world({point.x(), point.y()}));
+    return cellsInWorldPolygon(world);
+}
+
+void PlotView::finishSelectionGesture() {
+    d->gesture_active = false;
+    QPolygonF polygon = d->gesture_points;
+    if (d->tool == Tool::Rectangle && polygon.size() >= 2) {
+        const QRectF rect = QRectF(polygon.front(), polygon.back()).normalized();
+        polygon = QPolygonF(rect);
+        polygon.removeLast();  // QPolygonF(QRectF) repeats the first corner
+    }
+    d->gesture_points.clear();
+    // A click (no area) selects nothing: with Replace it clears the selection.
+    const CellSet hits = polygon.size() >= 3 ? cellsInWidgetPolygon(polygon) : CellSet{};
+    emit selectionGesture(hits, d->gesture_mode);
+    update();
 }
 
 // ---- draw order -----------------------------------------------------------------------
@@ -415,6 +488,11 @@ void PlotView::rebuildDrawOrder() {
     d->order_identity = d->order == DrawOrder::File || (d->order == DrawOrder::ByValue && keys.empty());
     if (d->order_identity) d->draw_indices.clear();
     else d->draw_indices = make_draw_order(d->order, d->num_points, d->order_seed, keys);
+    if (!d->selected.empty()) {
+        // The selection is drawn on top of the dimmed cells.
+        d->draw_indices = selected_last(d->draw_indices, d->selected);
+        d->order_identity = false;
+    }
     d->index_dirty = true;
     markSceneDirty(false);
 }
@@ -1088,12 +1166,30 @@ void PlotView::buildOverlay() {
         ImGui::Text("%s / %s cells  |  %.1f ms  |  %s", format_count(d->visible_count).toUtf8().constData(),
                     format_count(d->num_points).toUtf8().constData(), frame_ms,
                     densityActive() ? "density" : "points");
+        if (!d->selection->empty())
+            ImGui::Text("%s selected", format_count(static_cast<std::int64_t>(d->selection->size())).toUtf8().constData());
         if (d->uploaded < d->num_points)
             ImGui::Text("uploading %.0f%%", 100.0 * static_cast<double>(d->uploaded) / std::max<std::int64_t>(1, d->num_points));
     }
     ImGui::End();
 
-    if (d->hovered >= 0 && !d->dragging) {
+    if (d->gesture_active && !d->gesture_points.isEmpty()) {
+        ImDrawList* draw = ImGui::GetForegroundDrawList();
+        const ImU32 color = d->theme == Theme::Dark ? IM_COL32(255, 255, 255, 230) : IM_COL32(20, 20, 20, 230);
+        if (d->tool == Tool::Rectangle) {
+            const QRectF rect = QRectF(d->gesture_points.front(), d->gesture_points.back()).normalized();
+            draw->AddRect(ImVec2(static_cast<float>(rect.left()), static_cast<float>(rect.top())),
+                          ImVec2(static_cast<float>(rect.right()), static_cast<float>(rect.bottom())), color, 0.0f, 0, 1.5f);
+        } else {
+            std::vector<ImVec2> points;
+            points.reserve(static_cast<std::size_t>(d->gesture_points.size()));
+            for (const QPointF& point : d->gesture_points)
+                points.emplace_back(static_cast<float>(point.x()), static_cast<float>(point.y()));
+            draw->AddPolyline(points.data(), static_cast<int>(points.size()), color, ImDrawFlags_Closed, 1.5f);
+        }
+    }
+
+    if (d->hovered >= 0 && !d->dragging && !d->gesture_active) {
         ImGui::BeginTooltip();
         ImGui::TextUnformatted(hoverText().toUtf8().constData());
         ImGui::EndTooltip();
@@ -1114,7 +1210,22 @@ static int imgui_button_of(Qt::MouseButton button) {
 void PlotView::mousePressEvent(QMouseEvent* event) {
     const QPointF position = event->position();
     d->overlay.mouse_button(imgui_button_of(event->button()), true, position);
-    if (!d->overlay.wants_mouse() && (event->button() == Qt::LeftButton || event->button() == Qt::MiddleButton)) {
+    if (d->overlay.wants_mouse()) {
+        update();
+        return;
+    }
+    if (event->button() == Qt::LeftButton && d->tool != Tool::Pan) {
+        const Qt::KeyboardModifiers modifiers = event->modifiers();
+        d->gesture_active = true;
+        d->gesture_mode = modifiers & Qt::ShiftModifier                              ? SelectionMode::Add
+                          : modifiers & (Qt::AltModifier | Qt::ControlModifier) ? SelectionMode::Subtract
+                                                                                     : d->selection_mode;
+        d->gesture_points = QPolygonF{position};
+        if (d->hovered >= 0) {
+            d->hovered = -1;
+            emit hoveredCellChanged(-1);
+        }
+    } else if (event->button() == Qt::LeftButton || event->button() == Qt::MiddleButton) {
         d->dragging = true;
         d->drag_last = position;
     }
@@ -1123,6 +1234,13 @@ void PlotView::mousePressEvent(QMouseEvent* event) {
 
 void PlotView::mouseReleaseEvent(QMouseEvent* event) {
     d->overlay.mouse_button(imgui_button_of(event->button()), false, event->position());
+    if (event->button() == Qt::LeftButton && d->gesture_active) {
+        if (d->tool == Tool::Rectangle) {
+            d->gesture_points.resize(1);
+            d->gesture_points.append(event->position());
+        }
+        finishSelectionGesture();
+    }
     if (event->button() == Qt::LeftButton || event->button() == Qt::MiddleButton) d->dragging = false;
     update();
 }
@@ -1131,7 +1249,15 @@ void PlotView::mouseMoveEvent(QMouseEvent* event) {
     const QPointF position = event->position();
     d->mouse_position = position;
     d->overlay.mouse_moved(position);
-    if (d->dragging) {
+    if (d->gesture_active) {
+        if (d->tool == Tool::Rectangle) {
+            d->gesture_points.resize(1);
+            d->gesture_points.append(position);
+        } else {
+            const QPointF step = position - d->gesture_points.back();
+            if (std::hypot(step.x(), step.y()) >= k_lasso_step_px) d->gesture_points.append(position);
+        }
+    } else if (d->dragging) {
         const QPointF delta = position - d->drag_last;
         d->drag_last = position;
         if (!delta.isNull()) {
@@ -1148,7 +1274,7 @@ void PlotView::mouseMoveEvent(QMouseEvent* event) {
 
 void PlotView::mouseDoubleClickEvent(QMouseEvent* event) {
     d->overlay.mouse_button(imgui_button_of(event->button()), true, event->position());
-    if (!d->overlay.wants_mouse() && event->button() == Qt::LeftButton) resetView();
+    if (!d->overlay.wants_mouse() && event->button() == Qt::LeftButton && d->tool == Tool::Pan) resetView();
     update();
 }
 

@@ -14,7 +14,11 @@
 /// - The finished point (or density) layer is cached in an offscreen framebuffer, so
 ///   overlay-only frames (hover, legend) do not redraw the cells.
 /// - Hover picking uses a uniform grid built once per embedding (SpatialGrid).
+/// - Lasso and rectangle tools select cells through the same grid (left drag; the middle
+///   button still pans, the wheel zooms); the selection is drawn on top and the other
+///   cells dimmed, through the attribute buffer and the draw order only.
 #include <QOpenGLWidget>
+#include <QPolygonF>
 #include <QRectF>
 #include <QString>
 #include <cstdint>
@@ -22,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "ui/CellSelection.hpp"
 #include "ui/ColorMaps.hpp"
 #include "ui/PlotColoring.hpp"
 #include "ui/ViewTransform.hpp"
@@ -40,6 +45,8 @@ public:
     enum class ColorKind { Uniform, Categorical, Continuous };
     /// What setPositions() does to the view.
     enum class FitPolicy { Keep, Fit, FitUnlessUserMoved };
+    /// What a left-button drag does: pan, or draw a lasso / rectangle selection.
+    enum class Tool { Pan, Lasso, Rectangle };
 
     /// Upload and draw counters (tests and the benchmark read them).
     struct Stats {
@@ -105,6 +112,23 @@ public:
     void setCellMask(std::vector<std::uint8_t> mask);
     /// Cells drawn (not hidden by category or mask).
     std::int64_t visiblePoints() const;
+
+    // ---- selection ------------------------------------------------------------------
+    void setTool(Tool tool);
+    Tool tool() const;
+    /// How a gesture without modifiers combines with the selection (Shift while pressing
+    /// adds, Alt or Ctrl subtracts, whatever this is).
+    void setSelectionMode(SelectionMode mode);
+    SelectionMode selectionMode() const;
+    /// Highlights `cells` (drawn last, the other cells dimmed); null or empty = none.
+    /// Rewrites the attribute and index buffers only. Cleared when the number of cells changes.
+    void setSelection(SharedCellSet cells);
+    /// The highlighted cells (never null).
+    SharedCellSet selection() const;
+    /// Visible cells inside a polygon in world units, ascending (from the spatial grid).
+    CellSet cellsInWorldPolygon(std::span<const Vec2> polygon) const;
+    /// Visible cells inside a polygon in widget coordinates.
+    CellSet cellsInWidgetPolygon(const QPolygonF& polygon) const;
 
     // ---- draw order -----------------------------------------------------------------
     void setDrawOrder(DrawOrder order, std::uint64_t seed = 0);
@@ -174,6 +198,9 @@ signals:
     void viewChanged();
     /// A frame was painted.
     void frameRendered();
+    /// A lasso or rectangle gesture ended: the visible cells it enclosed (ascending) and
+    /// how they combine with the selection. PlotView does not change its selection itself.
+    void selectionGesture(const fathom::ui::CellSet& hits, fathom::ui::SelectionMode mode);
 
 protected:
     void initializeGL() override;
@@ -202,6 +229,7 @@ private:
     void renderDensity();
     void buildOverlay();
     void updateHover(QPointF position);
+    void finishSelectionGesture();
 };
 
 }  // namespace fathom::ui

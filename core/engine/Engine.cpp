@@ -87,6 +87,7 @@ JobHandle Engine::open(std::string path) {
             std::lock_guard lock(state->mutex);
             state->data = data;
             state->frame.reset();
+            state->annotations.clear();  // they refer to the previous dataset's cells
         }
         state->publish(detail::build_snapshot(*state, *data));
     });

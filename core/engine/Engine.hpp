@@ -87,6 +87,7 @@ struct AnalysisSnapshot {
     std::map<std::string, std::vector<std::string>> colors;  ///< "<key>" -> "#rrggbb" per category
     std::vector<MarkerGroup> markers;                ///< empty until markers ran
     std::string markers_groupby;                     ///< obs column the markers compare
+    std::vector<std::string> user_annotations;       ///< obs columns made by set_obs_annotation, by name
 };
 
 /// An intermediate or final embedding published while UMAP runs.
@@ -123,6 +124,39 @@ struct CellMask {
     std::vector<std::pair<std::string, std::int64_t>> by_cluster;
 };
 
+/// A categorical obs column made by the user: a selection saved as a column, or a
+/// column with renamed or merged categories (EngineSelection.cpp). The engine keeps it
+/// per raw cell, so it stays in obs across pipeline runs; cells it was not given are
+/// missing (code -1). It replaces any obs column of the same name (a re-run of Leiden
+/// drops a user version of 'leiden'), and the h5ad export writes it as a categorical
+/// with uns['<name>_colors'].
+struct ObsAnnotation {
+    std::string name;                     ///< obs column name, non-empty
+    std::vector<std::string> categories;  ///< distinct, non-empty names
+    std::vector<std::int32_t> codes;      ///< one per entry of `cells`: index into categories, or -1
+    std::vector<std::string> colors;      ///< "#rrggbb" per category; empty = scanpy's default palette
+    /// Raw row (AnalysisSnapshot::cells) of every code: the cells of the snapshot the codes
+    /// were made on. Empty = the current snapshot's cells (then codes has one per obs row).
+    std::vector<std::int64_t> cells;
+};
+
+/// Options of Engine::mask_markers.
+struct MaskMarkersOptions {
+    std::string method = "t-test";  ///< "t-test" or "wilcoxon" (as PipelineSettings::markers)
+    int num_genes = 100;            ///< top genes kept; 0 = every tested gene
+};
+
+/// Marker genes of a group of cells (a selection, a filter's cells) against the rest or
+/// against a reference group: rank_genes_groups on the same values as the pipeline's
+/// markers stage (the log-normalised HVG block).
+struct MaskMarkers {
+    MarkerGroup markers;                  ///< group "selection", best first
+    std::string reference;                ///< "rest" or "reference"
+    std::string method;                   ///< "t-test" or "wilcoxon"
+    std::int64_t num_group_cells = 0;
+    std::int64_t num_reference_cells = 0;
+};
+
 /// The engine. Not copyable; destroying it cancels running jobs and joins its threads.
 class Engine {
 public:
@@ -151,6 +185,26 @@ public:
     Pending<GeneValues> gene_set_score(std::vector<std::string> genes);
     /// Writes the current analysis as h5ad (obs, var, obsm, uns; X optional) atomically.
     JobHandle export_h5ad(std::string path, bool include_matrix);
+
+    // ---- selections and user annotations (EngineSelection.cpp) ------------------------
+    /// Adds or replaces a user annotation column (see ObsAnnotation) and publishes a new
+    /// snapshot (version bumped) with it in obs and its colours. Runs on the query queue;
+    /// a bad annotation fails the job (FailureKind::Option) naming the column.
+    JobHandle set_obs_annotation(ObsAnnotation annotation);
+    /// Removes a user annotation column (the file's column of that name, if any, shows again).
+    JobHandle remove_obs_annotation(std::string name);
+    /// Marker genes of the cells with group[cell] = 1 (cells in obs order) against the
+    /// cells with reference[cell] = 1, or against every other cell when `reference` is
+    /// empty. Needs the pipeline's HVG block (run the pipeline first); each side needs at
+    /// least 2 cells and the two must not overlap. Runs on the compute queue, on the shards.
+    Pending<MaskMarkers> mask_markers(std::vector<std::uint8_t> group, std::vector<std::uint8_t> reference = {},
+                                      MaskMarkersOptions options = {});
+    /// Writes the barcodes (obs names) of the cells with mask[cell] = 1, one per line,
+    /// atomically (temporary file, then rename).
+    JobHandle export_barcodes(std::string path, std::vector<std::uint8_t> mask);
+    /// Writes a marker table as CSV (gene,score,logfc,pval,pval_adj,pct_in,pct_out; numbers
+    /// in their shortest exact form), atomically.
+    JobHandle export_markers_csv(std::string path, MarkerGroup markers);
 
     /// The latest finished state (never null; empty before open()).
     std::shared_ptr<const AnalysisSnapshot> snapshot() const;

@@ -330,24 +330,27 @@ void run_markers(Engine::State& state, const LoadedData& data, const PipelineSet
     const RankGenesGroupsResult result = rank_genes_groups(*cache.hvg_block, cache.leiden, names, options, ctx);
     const auto& gene_names = data.meta.var.index();
     cache.markers.clear();
-    for (const auto& group : result.groups) {
-        MarkerGroup out;
-        out.group = group.name;
-        for (const auto& gene : group.genes) {
-            out.genes.push_back(gene_names[static_cast<std::size_t>(cache.hvg_genes[static_cast<std::size_t>(gene.gene)])]);
-            out.scores.push_back(gene.score);
-            out.logfoldchanges.push_back(gene.logfoldchange);
-            out.pvals.push_back(gene.pval);
-            out.pvals_adj.push_back(gene.pval_adj);
-            out.pct_group.push_back(gene.pct_group);
-            out.pct_rest.push_back(gene.pct_rest);
-        }
-        cache.markers.push_back(std::move(out));
-    }
+    for (const auto& group : result.groups) cache.markers.push_back(marker_group(group, gene_names, cache.hvg_genes));
     cache.markers_method = settings.markers;
 }
 
 }  // namespace
+
+MarkerGroup marker_group(const GroupMarkers& group, const std::vector<std::string>& gene_names,
+                         const std::vector<std::int64_t>& hvg_genes) {
+    MarkerGroup out;
+    out.group = group.name;
+    for (const auto& gene : group.genes) {
+        out.genes.push_back(gene_names[static_cast<std::size_t>(hvg_genes[static_cast<std::size_t>(gene.gene)])]);
+        out.scores.push_back(gene.score);
+        out.logfoldchanges.push_back(gene.logfoldchange);
+        out.pvals.push_back(gene.pval);
+        out.pvals_adj.push_back(gene.pval_adj);
+        out.pct_group.push_back(gene.pct_group);
+        out.pct_rest.push_back(gene.pct_rest);
+    }
+    return out;
+}
 
 void run_pipeline(Engine::State& state, const PipelineSettings& settings, JobContext& ctx) {
     const auto data = state.loaded();
@@ -391,7 +394,12 @@ void run_pipeline(Engine::State& state, const PipelineSettings& settings, JobCon
     }
     if (settings.run_leiden) {
         changed = after_neighbors;
-        stage(cache.leiden_key, leiden_key, [&] { run_leiden(state, settings, ctx); });
+        stage(cache.leiden_key, leiden_key, [&] {
+            run_leiden(state, settings, ctx);
+            // A user's edit of the previous clusters (renamed categories) no longer applies.
+            std::lock_guard lock(state.mutex);
+            state.annotations.erase("leiden");
+        });
         if (!settings.markers.empty())
             stage(cache.markers_key, key_of(leiden_key, settings.markers),
                   [&] { run_markers(state, *data, settings, ctx); });

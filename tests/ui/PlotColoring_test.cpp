@@ -74,5 +74,22 @@ TEST(PlotColoring, ByValueOrderPutsHighValuesLastAndNanFirst) {
     EXPECT_EQ(make_draw_order(DrawOrder::File, 4, 9), (std::vector<std::uint32_t>{0, 1, 2, 3}));
 }
 
+TEST(PlotColoring, SelectionDimsOtherVisibleCellsAndDrawsSelectedLast) {
+    const Rgba8 background{0, 0, 0, 255};
+    std::vector<PointAttribute> attributes(4, PointAttribute{{200, 100, 40, 255}, 0.5f});
+    attributes[3].color.a = 0;  // hidden
+    const std::vector<std::uint8_t> selected{1, 0, 0, 0};
+    dim_unselected(selected, background, 0.25f, attributes);
+    EXPECT_EQ(attributes[0].color, (Rgba8{200, 100, 40, 255})) << "selected: unchanged";
+    EXPECT_EQ(attributes[1].color, (Rgba8{50, 25, 10, 255})) << "a quarter of the colour, over the background";
+    EXPECT_EQ(attributes[3].color, (Rgba8{200, 100, 40, 0})) << "hidden: unchanged";
+    EXPECT_EQ(attributes[1].value, 0.5f);
+
+    const std::vector<std::uint8_t> flags{0, 1, 0, 1, 0};
+    EXPECT_EQ(selected_last({}, flags), (std::vector<std::uint32_t>{0, 2, 4, 1, 3}));
+    const std::vector<std::uint32_t> order{4, 3, 2, 1, 0};
+    EXPECT_EQ(selected_last(order, flags), (std::vector<std::uint32_t>{4, 2, 0, 3, 1}));
+}
+
 }  // namespace
 }  // namespace fathom::ui

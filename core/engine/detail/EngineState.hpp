@@ -2,6 +2,7 @@
 /// Engine internals shared by Engine.cpp (facade, open, queries, export) and
 /// Pipeline.cpp (the staged analysis). Not part of the public API.
 #include <algorithm>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -81,9 +82,24 @@ struct StageCache {
     void clear() { *this = StageCache{}; }
 };
 
+/// A user annotation as stored: one code per raw cell (-1 = not annotated).
+struct UserAnnotation {
+    std::vector<std::string> categories;
+    std::vector<std::int32_t> raw_codes;   ///< num raw cells
+    std::vector<std::string> colors;       ///< one per category
+};
+
+/// `snapshot` with the user annotations put into obs (on top of `base_obs`, the obs
+/// the engine built) and their colours into colors (EngineSelection.cpp).
+void apply_annotations(AnalysisSnapshot& snapshot, const std::shared_ptr<const Table>& base_obs,
+                       const std::map<std::string, std::vector<std::string>>& base_colors,
+                       const std::map<std::string, UserAnnotation>& annotations);
+
 }  // namespace fathom::detail
 
 namespace fathom {
+
+struct GroupMarkers;
 
 struct Engine::State {
     EngineConfig config;
@@ -96,8 +112,18 @@ struct Engine::State {
 
     detail::StageCache cache;  ///< touched only on the compute thread
 
+    /// User annotations by obs column (guarded by `mutex`), applied to every snapshot
+    /// published; base_obs / base_colors are the last published snapshot's own obs and
+    /// colours, before the annotations.
+    std::map<std::string, detail::UserAnnotation> annotations;
+    std::shared_ptr<const Table> base_obs;
+    std::map<std::string, std::vector<std::string>> base_colors;
+
     void publish(std::shared_ptr<AnalysisSnapshot> next) {
         std::lock_guard lock(mutex);
+        base_obs = next->obs;
+        base_colors = next->colors;
+        detail::apply_annotations(*next, base_obs, base_colors, annotations);
         next->version = next_version++;
         snapshot = std::move(next);
     }
@@ -137,6 +163,10 @@ std::shared_ptr<AnalysisSnapshot> build_snapshot(const Engine::State& state, con
 /// The h5ad content of a snapshot: obs, var, obsm, varm, obsp and uns as scanpy lays
 /// them out (Pipeline.cpp).
 Dataset export_dataset(const Engine::State& state, const LoadedData& data, const AnalysisSnapshot& snapshot);
+/// One group of a rank_genes_groups result on the HVG block as the snapshot lists it
+/// (gene names from var through `hvg_genes`) (Pipeline.cpp).
+MarkerGroup marker_group(const GroupMarkers& group, const std::vector<std::string>& gene_names,
+                         const std::vector<std::int64_t>& hvg_genes);
 /// Sets min_value / max_value from values (left at 0 when there are none).
 inline void set_value_range(GeneValues& result) {
     if (result.values.empty()) return;

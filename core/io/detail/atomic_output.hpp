@@ -1,7 +1,8 @@
 #pragma once
 /// Atomic output files for every writer in core/io: write "<path>.tmp-<pid>" in the
 /// destination folder, close, then rename() into place. A failure removes the
-/// temporary file and never touches `path`. Internal to core/io.
+/// temporary file and never touches `path`. Used by the writers of core/io and the
+/// engine's text exports.
 #include <functional>
 #include <string>
 

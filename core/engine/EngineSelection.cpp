@@ -1,0 +1,282 @@
+// Engine requests behind the explorer's selections: user annotation columns (a selection
+// saved as a categorical obs column, renamed or merged categories), marker genes of a cell
+// mask against the rest or a reference mask, and the barcode / marker-table exports.
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <functional>
+#include <fstream>
+#include <memory>
+#include <set>
+#include <stdexcept>
+#include <string>
+
+#include "core/algo/markers.hpp"
+#include "core/engine/Engine.hpp"
+#include "core/engine/detail/EngineState.hpp"
+#include "core/engine/palette.hpp"
+#include "core/io/detail/atomic_output.hpp"
+#include "core/io/errors.hpp"
+
+namespace fathom {
+
+namespace detail {
+
+void apply_annotations(AnalysisSnapshot& snapshot, const std::shared_ptr<const Table>& base_obs,
+                       const std::map<std::string, std::vector<std::string>>& base_colors,
+                       const std::map<std::string, UserAnnotation>& annotations) {
+    snapshot.user_annotations.clear();
+    if (!base_obs) return;
+    snapshot.obs = base_obs;
+    snapshot.colors = base_colors;
+    if (annotations.empty()) return;
+    auto obs = std::make_shared<Table>(*base_obs);
+    for (const auto& [name, annotation] : annotations) {
+        CategoricalColumn column;
+        column.categories = annotation.categories;
+        column.codes.reserve(snapshot.cells.size());
+        for (const std::int64_t row : snapshot.cells)
+            column.codes.push_back(row >= 0 && static_cast<std::size_t>(row) < annotation.raw_codes.size()
+                                       ? annotation.raw_codes[static_cast<std::size_t>(row)]
+                                       : -1);
+        obs->set(name, std::move(column));
+        snapshot.colors[name] = annotation.colors;
+        snapshot.user_annotations.push_back(name);
+    }
+    snapshot.obs = std::move(obs);
+}
+
+}  // namespace detail
+
+namespace {
+
+std::shared_ptr<const AnalysisSnapshot> current_snapshot(const Engine::State& state) {
+    std::lock_guard lock(state.mutex);
+    return state.snapshot;
+}
+
+/// Republishes the current snapshot with the annotations as they are now. Caller holds
+/// state.mutex.
+void republish_locked(Engine::State& state) {
+    auto next = std::make_shared<AnalysisSnapshot>(*state.snapshot);
+    detail::apply_annotations(*next, state.base_obs, state.base_colors, state.annotations);
+    next->version = state.next_version++;
+    state.snapshot = std::move(next);
+}
+
+bool is_hex_color(const std::string& color) {
+    if (color.size() != 7 || color[0] != '#') return false;
+    for (std::size_t index = 1; index < 7; ++index)
+        if (!std::isxdigit(static_cast<unsigned char>(color[index]))) return false;
+    return true;
+}
+
+/// Checks the annotation against the number of raw cells; throws naming the column.
+void validate_annotation(const ObsAnnotation& annotation, std::int64_t num_raw_cells) {
+    const std::string what = "obs annotation '" + annotation.name + "': ";
+    if (annotation.name.empty()) throw std::invalid_argument("obs annotation: the column name is empty");
+    if (annotation.categories.empty()) throw std::invalid_argument(what + "has no categories");
+    std::set<std::string> seen;
+    for (const auto& category : annotation.categories) {
+        if (category.empty()) throw std::invalid_argument(what + "a category name is empty");
+        if (!seen.insert(category).second) throw std::invalid_argument(what + "category '" + category + "' appears twice");
+    }
+    if (!annotation.colors.empty() && annotation.colors.size() != annotation.categories.size())
+        throw std::invalid_argument(what + std::to_string(annotation.colors.size()) + " colours for " +
+                                    std::to_string(annotation.categories.size()) + " categories");
+    for (const auto& color : annotation.colors)
+        if (!is_hex_color(color)) throw std::invalid_argument(what + "colour '" + color + "' is not #rrggbb");
+    const auto num_categories = static_cast<std::int32_t>(annotation.categories.size());
+    for (const std::int32_t code : annotation.codes)
+        if (code < -1 || code >= num_categories)
+            throw std::invalid_argument(what + "code " + std::to_string(code) + " is outside [-1, " +
+                                        std::to_string(num_categories) + ")");
+    for (const std::int64_t row : annotation.cells)
+        if (row < 0 || row >= num_raw_cells)
+            throw std::invalid_argument(what + "cell row " + std::to_string(row) + " is outside the dataset's " +
+                                        std::to_string(num_raw_cells) + " cells");
+}
+
+/// Shortest decimal form that reads back as the same double ("nan", "inf", "-inf" as
+/// pandas writes and reads them).
+std::string number_text(double value) {
+    if (value != value) return "nan";
+    if (value == HUGE_VAL) return "inf";
+    if (value == -HUGE_VAL) return "-inf";
+    char buffer[64];
+    const auto result = std::to_chars(buffer, buffer + sizeof buffer, value);
+    return std::string(buffer, result.ptr);
+}
+
+/// A CSV field, quoted (RFC 4180) when it holds a comma, a quote or a line break.
+std::string csv_field(const std::string& text) {
+    if (text.find_first_of(",\"\r\n") == std::string::npos) return text;
+    std::string quoted = "\"";
+    for (const char c : text) {
+        if (c == '"') quoted += '"';
+        quoted += c;
+    }
+    return quoted + '"';
+}
+
+/// Writes `path` atomically: `body` writes the temporary file's stream.
+void write_text_atomically(const std::string& path, const std::function<void(std::ostream&)>& body) {
+    io::detail::AtomicOutput output(path);
+    std::ofstream stream;
+    output.run(
+        [&] {
+            stream.open(output.temp_path(), std::ios::binary | std::ios::trunc);
+            if (!stream) throw io::WriteError(path, "cannot create the temporary file " + output.temp_path());
+            body(stream);
+            stream.close();
+            if (!stream) throw io::WriteError(path, "write failed (disk full?)");
+        },
+        [&] { stream.close(); });
+    output.commit();
+}
+
+}  // namespace
+
+JobHandle Engine::set_obs_annotation(ObsAnnotation annotation) {
+    auto state = m_state;
+    return state->query.submit("annotate", [state, annotation = std::move(annotation)](JobContext& ctx) {
+        state->begin_step(ctx, "annotate");
+        const auto data = state->loaded();
+        if (!data) throw std::invalid_argument("obs annotation '" + annotation.name + "': no dataset is open");
+        const std::int64_t num_raw_cells = data->meta.shape.num_cells;
+        validate_annotation(annotation, num_raw_cells);
+        detail::UserAnnotation stored;
+        stored.categories = annotation.categories;
+        stored.colors = annotation.colors.empty() ? default_category_colors(annotation.categories.size()) : annotation.colors;
+        stored.raw_codes.assign(static_cast<std::size_t>(num_raw_cells), -1);
+        std::lock_guard lock(state->mutex);
+        const std::vector<std::int64_t>& rows = annotation.cells.empty() ? state->snapshot->cells : annotation.cells;
+        if (annotation.codes.size() != rows.size())
+            throw std::invalid_argument("obs annotation '" + annotation.name + "': " + std::to_string(annotation.codes.size()) +
+                                        " codes for " + std::to_string(rows.size()) + " cells");
+        for (std::size_t cell = 0; cell < rows.size(); ++cell)
+            stored.raw_codes[static_cast<std::size_t>(rows[cell])] = annotation.codes[cell];
+        state->annotations[annotation.name] = std::move(stored);
+        republish_locked(*state);
+    });
+}
+
+JobHandle Engine::remove_obs_annotation(std::string name) {
+    auto state = m_state;
+    return state->query.submit("annotate", [state, name](JobContext& ctx) {
+        state->begin_step(ctx, "annotate");
+        std::lock_guard lock(state->mutex);
+        if (state->annotations.erase(name) == 0)
+            throw std::invalid_argument("obs column '" + name + "' is not a user annotation");
+        republish_locked(*state);
+    });
+}
+
+Pending<MaskMarkers> Engine::mask_markers(std::vector<std::uint8_t> group, std::vector<std::uint8_t> reference,
+                                         MaskMarkersOptions options) {
+    if (options.method != "t-test" && options.method != "wilcoxon")
+        throw std::invalid_argument("MaskMarkersOptions::method must be t-test or wilcoxon (got '" + options.method + "')");
+    if (options.num_genes < 0) throw std::invalid_argument("MaskMarkersOptions::num_genes must be >= 0");
+    auto state = m_state;
+    auto slot = std::make_shared<ResultSlot<MaskMarkers>>();
+    JobHandle handle = state->compute.submit("markers", [state, slot, group = std::move(group),
+                                                         reference = std::move(reference), options](JobContext& ctx) {
+        state->begin_step(ctx, "markers");
+        const auto data = state->loaded();
+        if (!data) throw std::invalid_argument("markers: no dataset is open");
+        // The compute queue owns the cache: this job runs between pipeline jobs.
+        const auto& cache = state->cache;
+        if (!cache.scale_key || !cache.hvg_block)
+            throw std::invalid_argument("markers: run the pipeline first (markers compare the log-normalised "
+                                        "highly variable genes)");
+        const std::size_t num_cells = cache.block_cells.size();
+        if (group.size() != num_cells)
+            throw std::invalid_argument("markers: the selection has " + std::to_string(group.size()) +
+                                        " flags for the analysis's " + std::to_string(num_cells) + " cells");
+        if (!reference.empty() && reference.size() != num_cells)
+            throw std::invalid_argument("markers: the reference has " + std::to_string(reference.size()) +
+                                        " flags for the analysis's " + std::to_string(num_cells) + " cells");
+        std::vector<std::int32_t> labels(num_cells, -1);
+        std::int64_t in_group = 0, in_reference = 0, overlap = 0;
+        for (std::size_t cell = 0; cell < num_cells; ++cell) {
+            const bool grouped = group[cell] != 0;
+            const bool referenced = reference.empty() ? !grouped : reference[cell] != 0;
+            overlap += grouped && referenced;
+            if (grouped) {
+                labels[cell] = 0;
+                ++in_group;
+            } else if (referenced) {
+                labels[cell] = 1;
+                ++in_reference;
+            }
+        }
+        if (overlap > 0)
+            throw std::invalid_argument("markers: " + std::to_string(overlap) +
+                                        " cells are both in the selection and in the reference");
+        const std::string reference_name = reference.empty() ? "rest" : "reference";
+        if (in_group < 2)
+            throw std::invalid_argument("markers: the selection has " + std::to_string(in_group) +
+                                        " cells; at least 2 are needed");
+        if (in_reference < 2)
+            throw std::invalid_argument("markers: the " + reference_name + " has " + std::to_string(in_reference) +
+                                        " cells; at least 2 are needed");
+        RankGenesGroupsOptions rank_options;
+        rank_options.method = options.method == "wilcoxon" ? MarkerMethod::Wilcoxon : MarkerMethod::TTest;
+        rank_options.num_genes = options.num_genes;
+        validate(rank_options);
+        const std::vector<std::string> names = {"selection", reference_name};
+        const RankGenesGroupsResult result = rank_genes_groups(*cache.hvg_block, labels, names, rank_options, ctx);
+        auto out = std::make_shared<MaskMarkers>();
+        out->markers = detail::marker_group(result.groups.front(), data->meta.var.index(), cache.hvg_genes);
+        out->reference = reference_name;
+        out->method = options.method;
+        out->num_group_cells = in_group;
+        out->num_reference_cells = in_reference;
+        slot->set(std::move(out));
+    });
+    return Pending<MaskMarkers>(std::move(handle), std::move(slot));
+}
+
+JobHandle Engine::export_barcodes(std::string path, std::vector<std::uint8_t> mask) {
+    auto state = m_state;
+    return state->query.submit("export barcodes", [state, path, mask = std::move(mask)](JobContext& ctx) {
+        state->begin_step(ctx, "export barcodes");
+        const auto snapshot = current_snapshot(*state);
+        if (!snapshot->obs) throw std::invalid_argument("export barcodes: no dataset is open");
+        const auto& barcodes = snapshot->obs->index();
+        if (mask.size() != barcodes.size())
+            throw std::invalid_argument("export barcodes: " + std::to_string(mask.size()) + " flags for " +
+                                        std::to_string(barcodes.size()) + " cells");
+        write_text_atomically(path, [&](std::ostream& out) {
+            for (std::size_t cell = 0; cell < barcodes.size(); ++cell) {
+                if (cell % 65536 == 0) ctx.checkpoint();
+                if (mask[cell]) out << barcodes[cell] << '\n';
+            }
+        });
+        ctx.report(1.0);
+    });
+}
+
+JobHandle Engine::export_markers_csv(std::string path, MarkerGroup markers) {
+    auto state = m_state;
+    return state->query.submit("export markers", [state, path, markers = std::move(markers)](JobContext& ctx) {
+        state->begin_step(ctx, "export markers");
+        const std::size_t rows = markers.genes.size();
+        for (const auto* column : {&markers.scores, &markers.logfoldchanges, &markers.pvals, &markers.pvals_adj,
+                                   &markers.pct_group, &markers.pct_rest})
+            if (column->size() != rows)
+                throw std::invalid_argument("export markers: the table of group '" + markers.group +
+                                            "' has columns of different lengths");
+        write_text_atomically(path, [&](std::ostream& out) {
+            out << "gene,score,logfc,pval,pval_adj,pct_in,pct_out\n";
+            for (std::size_t row = 0; row < rows; ++row)
+                out << csv_field(markers.genes[row]) << ',' << number_text(markers.scores[row]) << ','
+                    << number_text(markers.logfoldchanges[row]) << ',' << number_text(markers.pvals[row]) << ','
+                    << number_text(markers.pvals_adj[row]) << ',' << number_text(markers.pct_group[row]) << ','
+                    << number_text(markers.pct_rest[row]) << '\n';
+        });
+        ctx.report(1.0);
+    });
+}
+
+}  // namespace fathom

@@ -1,0 +1,121 @@
+#include "ui/MarkersPanel.hpp"
+
+#include <QComboBox>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QPushButton>
+#include <QSortFilterProxyModel>
+#include <QTableView>
+#include <QVBoxLayout>
+
+namespace fathom::ui {
+
+void MarkerTableModel::setMarkers(MarkerGroup markers) {
+    beginResetModel();
+    m_markers = std::move(markers);
+    endResetModel();
+}
+
+int MarkerTableModel::rowCount(const QModelIndex& parent) const {
+    return parent.isValid() ? 0 : static_cast<int>(m_markers.genes.size());
+}
+
+int MarkerTableModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : NumColumns; }
+
+QVariant MarkerTableModel::data(const QModelIndex& index, int role) const {
+    if (!index.isValid() || index.row() >= rowCount()) return {};
+    const auto row = static_cast<std::size_t>(index.row());
+    if (role == Qt::TextAlignmentRole && index.column() != Gene)
+        return QVariant::fromValue(Qt::Alignment(Qt::AlignRight | Qt::AlignVCenter));
+    if (role != Qt::DisplayRole && role != Qt::ToolTipRole) return {};
+    switch (index.column()) {
+        case Gene: return QString::fromStdString(m_markers.genes[row]);
+        case Score: return m_markers.scores[row];
+        case LogFoldChange: return m_markers.logfoldchanges[row];
+        case PValue: return m_markers.pvals[row];
+        case PValueAdjusted: return m_markers.pvals_adj[row];
+        case PctIn: return m_markers.pct_group[row];
+        case PctOut: return m_markers.pct_rest[row];
+        default: return {};
+    }
+}
+
+QVariant MarkerTableModel::headerData(int section, Qt::Orientation orientation, int role) const {
+    if (role != Qt::DisplayRole) return {};
+    if (orientation == Qt::Vertical) return section + 1;
+    static const char* const names[NumColumns] = {"gene", "score", "logfc", "pval", "pval_adj", "pct in", "pct out"};
+    return section >= 0 && section < NumColumns ? QString::fromUtf8(names[section]) : QVariant();
+}
+
+MarkersPanel::MarkersPanel(QWidget* parent) : QWidget(parent) {
+    auto* layout = new QVBoxLayout(this);
+    auto* buttons = new QHBoxLayout;
+    auto* versus_rest = new QPushButton(tr("Selection vs rest"), this);
+    versus_rest->setObjectName(QStringLiteral("versusRest"));
+    m_versus_reference = new QPushButton(tr("vs reference"), this);
+    m_versus_reference->setObjectName(QStringLiteral("versusReference"));
+    m_versus_reference->setEnabled(false);
+    auto* set_reference = new QPushButton(tr("Set reference"), this);
+    set_reference->setToolTip(tr("Store the current selection as the reference group"));
+    m_method = new QComboBox(this);
+    m_method->addItems({QStringLiteral("t-test"), QStringLiteral("wilcoxon")});
+    buttons->addWidget(versus_rest);
+    buttons->addWidget(set_reference);
+    buttons->addWidget(m_versus_reference);
+    buttons->addWidget(m_method);
+    layout->addLayout(buttons);
+    m_reference = new QLabel(tr("reference: none"), this);
+    layout->addWidget(m_reference);
+
+    m_model = new MarkerTableModel(this);
+    m_proxy = new QSortFilterProxyModel(this);
+    m_proxy->setSourceModel(m_model);
+    m_table = new QTableView(this);
+    m_table->setModel(m_proxy);
+    m_table->setSortingEnabled(true);
+    m_table->setSelectionBehavior(QAbstractItemView::SelectRows);
+    m_table->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    m_table->horizontalHeader()->setStretchLastSection(true);
+    m_table->verticalHeader()->setDefaultSectionSize(20);
+    layout->addWidget(m_table, 1);
+
+    auto* bottom = new QHBoxLayout;
+    m_status = new QLabel(tr("Select cells, then ask for their markers"), this);
+    m_status->setWordWrap(true);
+    m_export = new QPushButton(tr("Export CSV..."), this);
+    m_export->setEnabled(false);
+    bottom->addWidget(m_status, 1);
+    bottom->addWidget(m_export);
+    layout->addLayout(bottom);
+
+    connect(versus_rest, &QPushButton::clicked, this, [this] { emit computeRequested(false); });
+    connect(m_versus_reference, &QPushButton::clicked, this, [this] { emit computeRequested(true); });
+    connect(set_reference, &QPushButton::clicked, this, &MarkersPanel::referenceRequested);
+    connect(m_export, &QPushButton::clicked, this, &MarkersPanel::exportRequested);
+}
+
+void MarkersPanel::setResult(const MaskMarkers& result) {
+    m_model->setMarkers(result.markers);
+    m_table->sortByColumn(-1, Qt::AscendingOrder);  // rank order until the user sorts
+    m_export->setEnabled(!result.markers.genes.empty());
+    setStatus(tr("%1: %2 selected cells vs %3 %4 cells, %5 genes")
+                  .arg(QString::fromStdString(result.method))
+                  .arg(result.num_group_cells)
+                  .arg(result.num_reference_cells)
+                  .arg(QString::fromStdString(result.reference))
+                  .arg(result.markers.genes.size()));
+}
+
+void MarkersPanel::setStatus(const QString& text) { m_status->setText(text); }
+QString MarkersPanel::status() const { return m_status->text(); }
+
+void MarkersPanel::setReferenceCount(qint64 count) {
+    m_versus_reference->setEnabled(count > 0);
+    m_reference->setText(count > 0 ? tr("reference: %1 cells").arg(count) : tr("reference: none"));
+}
+
+QString MarkersPanel::method() const { return m_method->currentText(); }
+bool MarkersPanel::hasResult() const { return m_model->rowCount() > 0; }
+
+}  // namespace fathom::ui
