@@ -37,6 +37,7 @@
 #include <set>
 
 #include "ui/DatasetPanel.hpp"
+#include "ui/FilterPanel.hpp"
 #include "ui/JobWatcher.hpp"
 #include "ui/PipelinePanel.hpp"
 #include "ui/PlotView.hpp"
@@ -88,6 +89,7 @@ struct MainWindow::Private {
     PlotView* plot = nullptr;
     PipelinePanel* pipeline = nullptr;
     DatasetPanel* dataset = nullptr;
+    FilterPanel* filter = nullptr;
     QPlainTextEdit* log = nullptr;
     QProgressBar* progress = nullptr;
     QLabel* status_label = nullptr;
@@ -343,6 +345,21 @@ void MainWindow::buildDocks() {
     connect(d->pipeline, &PipelinePanel::runRequested, this, [this] { runPipeline(); });
     connect(d->pipeline, &PipelinePanel::cancelRequested, this, &MainWindow::cancelJobs);
 
+    d->filter = new FilterPanel([this] { return d->engine.get(); }, d->plot, this);
+    d->filter->setObjectName(QStringLiteral("filterPanel"));
+    auto* filter_scroll = new QScrollArea(this);
+    filter_scroll->setWidget(d->filter);
+    filter_scroll->setWidgetResizable(true);
+    filter_scroll->setFrameShape(QFrame::NoFrame);
+    auto* right = new QDockWidget(tr("Filter"), this);
+    right->setObjectName(QStringLiteral("filterDock"));
+    right->setWidget(filter_scroll);
+    right->setFeatures(QDockWidget::DockWidgetMovable | QDockWidget::DockWidgetFloatable |
+                       QDockWidget::DockWidgetClosable);
+    right->setMinimumWidth(300);
+    addDockWidget(Qt::RightDockWidgetArea, right);
+    connect(this, &MainWindow::coloringApplied, d->filter, &FilterPanel::setColorKey);
+
     d->log = new QPlainTextEdit(this);
     d->log->setReadOnly(true);
     d->log->setMaximumBlockCount(5000);
@@ -360,6 +377,7 @@ void MainWindow::buildDocks() {
 PlotView* MainWindow::plotView() const { return d->plot; }
 PipelinePanel* MainWindow::pipelinePanel() const { return d->pipeline; }
 DatasetPanel* MainWindow::datasetPanel() const { return d->dataset; }
+FilterPanel* MainWindow::filterPanel() const { return d->filter; }
 JobWatcher* MainWindow::jobWatcher() const { return d->watcher; }
 Engine& MainWindow::engine() const { return *d->engine; }
 std::shared_ptr<const AnalysisSnapshot> MainWindow::snapshot() const { return d->snapshot; }
@@ -544,6 +562,7 @@ void MainWindow::applySnapshot(bool after_pipeline) {
     d->snapshot = d->engine->snapshot();
     const AnalysisSnapshot& snapshot = *d->snapshot;
     d->dataset->setSummary(snapshot.dataset.get());
+    d->filter->setSnapshot(d->snapshot);
     QStringList genes;
     if (snapshot.var)
         for (const std::string& name : snapshot.var->index()) genes << QString::fromStdString(name);

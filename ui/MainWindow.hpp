@@ -26,6 +26,7 @@ class QTimer;
 namespace fathom::ui {
 
 class DatasetPanel;
+class FilterPanel;
 class JobWatcher;
 class PipelinePanel;
 class PlotView;
@@ -57,6 +58,8 @@ public:
     PlotView* plotView() const;
     PipelinePanel* pipelinePanel() const;
     DatasetPanel* datasetPanel() const;
+    /// The marker-gene filter dock (its filterChanged signal is the undo hook).
+    FilterPanel* filterPanel() const;
     JobWatcher* jobWatcher() const;
     Engine& engine() const;
     /// The latest engine snapshot the window shows (never null).
