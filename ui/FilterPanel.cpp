@@ -223,6 +223,7 @@ void FilterPanel::buildUi() {
     d->table = new QTableWidget(0, 4, this);
     d->table->setHorizontalHeaderLabels({tr("group"), tr("match"), tr("cells"), tr("%")});
     d->table->verticalHeader()->hide();
+    d->table->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
     d->table->horizontalHeader()->setSectionResizeMode(0, QHeaderView::Stretch);
     d->table->setEditTriggers(QAbstractItemView::NoEditTriggers);
     d->table->setMinimumHeight(120);
@@ -507,7 +508,7 @@ void FilterPanel::rebuildRows() {
         row.negated = new QCheckBox(tr("not"), row.widget);
         row.negated->setChecked(rule.negated);
         row.gene = new QLineEdit(QString::fromStdString(rule.gene), row.widget);
-        row.gene->setMinimumWidth(70);
+        row.gene->setMinimumWidth(60);
         row.op = new QComboBox(row.widget);
         for (const RuleOp op : k_ops) row.op->addItem(QString::fromUtf8(rule_op_text(op)));
         row.op->setCurrentIndex(static_cast<int>(std::find(std::begin(k_ops), std::end(k_ops), rule.op) - std::begin(k_ops)));
@@ -517,6 +518,7 @@ void FilterPanel::rebuildRows() {
             spin->setDecimals(4);
             spin->setSingleStep(0.1);
             spin->setKeyboardTracking(false);  // valueChanged on Enter / focus out / steps only
+            spin->setMaximumWidth(84);
             spin->setValue(value);
             return spin;
         };
@@ -526,14 +528,18 @@ void FilterPanel::rebuildRows() {
         auto* remove = new QToolButton(row.widget);
         remove->setText(QStringLiteral("\u00d7"));
         remove->setToolTip(tr("Remove this rule"));
+        // Two lines, so that the dock stays narrow: [and|or] [not] gene [x] / op value [upper].
         line->addWidget(row.join);
         line->addWidget(row.negated);
         line->addWidget(row.gene, 1);
-        line->addWidget(row.op);
-        line->addWidget(row.value);
-        line->addWidget(row.upper);
         line->addWidget(remove);
         outer->addLayout(line);
+        auto* comparison = new QHBoxLayout;
+        comparison->addWidget(row.op);
+        comparison->addWidget(row.value);
+        comparison->addWidget(row.upper);
+        comparison->addStretch(1);
+        outer->addLayout(comparison);
         row.histogram = new FilterHistogram(row.widget);
         outer->addWidget(row.histogram);
         d->rows_layout->addWidget(row.widget);

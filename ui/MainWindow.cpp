@@ -356,7 +356,7 @@ void MainWindow::buildDocks() {
     right->setWidget(filter_scroll);
     right->setFeatures(QDockWidget::DockWidgetMovable | QDockWidget::DockWidgetFloatable |
                        QDockWidget::DockWidgetClosable);
-    right->setMinimumWidth(300);
+    right->setMinimumWidth(340);
     addDockWidget(Qt::RightDockWidgetArea, right);
     connect(this, &MainWindow::coloringApplied, d->filter, &FilterPanel::setColorKey);
 
