@@ -38,6 +38,7 @@
 #include <set>
 
 #include "ui/DatasetPanel.hpp"
+#include "ui/FilterPanel.hpp"
 #include "ui/JobWatcher.hpp"
 #include "ui/PipelinePanel.hpp"
 #include "ui/PlotView.hpp"
@@ -103,6 +104,7 @@ struct MainWindow::Private {
     PlotView* plot = nullptr;
     PipelinePanel* pipeline = nullptr;
     DatasetPanel* dataset = nullptr;
+    FilterPanel* filter = nullptr;
     QPlainTextEdit* log = nullptr;
     QProgressBar* progress = nullptr;
     QLabel* status_label = nullptr;
@@ -369,6 +371,21 @@ void MainWindow::buildDocks() {
     connect(d->pipeline, &PipelinePanel::runRequested, this, [this] { runPipeline(); });
     connect(d->pipeline, &PipelinePanel::cancelRequested, this, &MainWindow::cancelJobs);
 
+    d->filter = new FilterPanel([this] { return d->engine.get(); }, d->plot, this);
+    d->filter->setObjectName(QStringLiteral("filterPanel"));
+    auto* filter_scroll = new QScrollArea(this);
+    filter_scroll->setWidget(d->filter);
+    filter_scroll->setWidgetResizable(true);
+    filter_scroll->setFrameShape(QFrame::NoFrame);
+    auto* right = new QDockWidget(tr("Filter"), this);
+    right->setObjectName(QStringLiteral("filterDock"));
+    right->setWidget(filter_scroll);
+    right->setFeatures(QDockWidget::DockWidgetMovable | QDockWidget::DockWidgetFloatable |
+                       QDockWidget::DockWidgetClosable);
+    right->setMinimumWidth(340);
+    addDockWidget(Qt::RightDockWidgetArea, right);
+    connect(this, &MainWindow::coloringApplied, d->filter, &FilterPanel::setColorKey);
+
     d->log = new QPlainTextEdit(this);
     d->log->setReadOnly(true);
     d->log->setMaximumBlockCount(5000);
@@ -403,6 +420,7 @@ void MainWindow::refreshObs(const QString& color_key) {
 }
 PipelinePanel* MainWindow::pipelinePanel() const { return d->pipeline; }
 DatasetPanel* MainWindow::datasetPanel() const { return d->dataset; }
+FilterPanel* MainWindow::filterPanel() const { return d->filter; }
 JobWatcher* MainWindow::jobWatcher() const { return d->watcher; }
 Engine& MainWindow::engine() const { return *d->engine; }
 std::shared_ptr<const AnalysisSnapshot> MainWindow::snapshot() const { return d->snapshot; }
@@ -594,6 +612,7 @@ void MainWindow::applySnapshot(bool after_pipeline) {
     }
     const AnalysisSnapshot& snapshot = *d->snapshot;
     d->dataset->setSummary(snapshot.dataset.get());
+    d->filter->setSnapshot(d->snapshot);
     QStringList genes;
     if (snapshot.var)
         for (const std::string& name : snapshot.var->index()) genes << QString::fromStdString(name);

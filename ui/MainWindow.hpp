@@ -27,6 +27,7 @@ class QUndoStack;
 namespace fathom::ui {
 
 class DatasetPanel;
+class FilterPanel;
 class JobWatcher;
 class PipelinePanel;
 class PlotView;
@@ -67,6 +68,8 @@ public:
     void refreshObs(const QString& color_key = QString());
     PipelinePanel* pipelinePanel() const;
     DatasetPanel* datasetPanel() const;
+    /// The marker-gene filter dock (its filterChanged signal is the undo hook).
+    FilterPanel* filterPanel() const;
     JobWatcher* jobWatcher() const;
     Engine& engine() const;
     /// The latest engine snapshot the window shows (never null).

@@ -122,6 +122,24 @@ std::vector<std::uint32_t> selected_last(std::span<const std::uint32_t> order, s
     return out;
 }
 
+std::int64_t dim_masked_attributes(std::span<const std::uint8_t> cell_mask, Rgba8 background, float amount,
+                                   std::span<PointAttribute> out) {
+    if (cell_mask.empty()) return 0;
+    const float keep = 1.0f - std::clamp(amount, 0.0f, 1.0f);
+    const auto mix = [keep](std::uint8_t color, std::uint8_t base) {
+        return static_cast<std::uint8_t>(std::lround(static_cast<float>(base) + (static_cast<float>(color) - static_cast<float>(base)) * keep));
+    };
+    std::int64_t dimmed = 0;
+    const std::size_t count = std::min(cell_mask.size(), out.size());
+    for (std::size_t cell = 0; cell < count; ++cell) {
+        Rgba8& color = out[cell].color;
+        if (cell_mask[cell] != 0 || color.a == 0) continue;
+        color = {mix(color.r, background.r), mix(color.g, background.g), mix(color.b, background.b), color.a};
+        ++dimmed;
+    }
+    return dimmed;
+}
+
 std::pair<float, float> finite_range(std::span<const float> values) noexcept {
     float low = HUGE_VALF, high = -HUGE_VALF;
     for (float value : values) {

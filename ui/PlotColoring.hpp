@@ -56,6 +56,13 @@ void dim_unselected(std::span<const std::uint8_t> selected, Rgba8 background, fl
 /// selected cells moved last, both parts keeping their relative order.
 std::vector<std::uint32_t> selected_last(std::span<const std::uint32_t> order, std::span<const std::uint8_t> selected);
 
+/// Dims the cells outside a filter instead of hiding them: each cell with
+/// cell_mask[cell] == 0 (cell_mask empty = none) that is shown gets its colour moved to
+/// `background` by `amount` (0 = unchanged, 1 = the background colour); hidden cells
+/// (alpha 0) stay hidden. Returns the number of cells dimmed.
+std::int64_t dim_masked_attributes(std::span<const std::uint8_t> cell_mask, Rgba8 background, float amount,
+                                   std::span<PointAttribute> out);
+
 /// Minimum and maximum of the finite values (0, 0 when there are none).
 std::pair<float, float> finite_range(std::span<const float> values) noexcept;
 

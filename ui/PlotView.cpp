@@ -31,6 +31,8 @@ constexpr Rgba8 k_dark_background{27, 29, 34, 255};
 constexpr Rgba8 k_light_background{255, 255, 255, 255};
 constexpr Rgba8 k_dark_uniform{150, 170, 200, 255};
 constexpr Rgba8 k_light_uniform{60, 100, 160, 255};
+/// MaskStyle::Dim: how far a cell outside the mask fades towards the background.
+constexpr float k_dim_amount = 0.8f;
 
 // Auto density: switch when at least this many cells are on screen and there are at
 // least this many cells per viewport pixel (points then mostly overdraw each other).
@@ -79,6 +81,7 @@ struct PlotView::Private {
     std::vector<std::uint8_t> cell_mask;
     SharedCellSet selection = std::make_shared<const CellSet>();
     std::vector<std::uint8_t> selected;  // num_points flags while a selection exists, else empty
+    MaskStyle mask_style = MaskStyle::Hide;
     std::vector<PointAttribute> attributes;
     std::int64_t visible_count = 0;
 
@@ -380,25 +383,41 @@ void PlotView::setCellMask(std::vector<std::uint8_t> mask) {
     if (!mask.empty()) mask.resize(static_cast<std::size_t>(d->num_points), 0);
     d->cell_mask = std::move(mask);
     rebuildAttributes();
+    if (d->mask_style == MaskStyle::Dim) rebuildDrawOrder();
 }
+
+const std::vector<std::uint8_t>& PlotView::cellMask() const { return d->cell_mask; }
+
+void PlotView::setMaskStyle(MaskStyle style) {
+    if (style == d->mask_style) return;
+    d->mask_style = style;
+    rebuildAttributes();
+    rebuildDrawOrder();
+}
+
+PlotView::MaskStyle PlotView::maskStyle() const { return d->mask_style; }
 
 std::int64_t PlotView::visiblePoints() const { return d->visible_count; }
 
 void PlotView::rebuildAttributes() {
     d->attributes.resize(static_cast<std::size_t>(d->num_points));
+    // Dim: every cell is coloured, then the ones outside the mask are faded.
+    const bool dim = d->mask_style == MaskStyle::Dim;
+    const std::span<const std::uint8_t> mask = dim ? std::span<const std::uint8_t>() : std::span(d->cell_mask);
     switch (d->kind) {
         case ColorKind::Uniform:
-            d->visible_count = fill_uniform_attributes(d->uniform_color(), d->cell_mask, d->attributes);
+            d->visible_count = fill_uniform_attributes(d->uniform_color(), mask, d->attributes);
             break;
         case ColorKind::Categorical:
-            d->visible_count = fill_categorical_attributes(d->codes, d->category_colors, d->category_visible,
-                                                           d->cell_mask, d->attributes);
+            d->visible_count = fill_categorical_attributes(d->codes, d->category_colors, d->category_visible, mask,
+                                                           d->attributes);
             break;
         case ColorKind::Continuous:
-            d->visible_count = fill_continuous_attributes(d->values, d->colormap, d->range_low, d->range_high,
-                                                          d->cell_mask, d->attributes);
+            d->visible_count = fill_continuous_attributes(d->values, d->colormap, d->range_low, d->range_high, mask,
+                                                          d->attributes);
             break;
     }
+    if (dim) dim_masked_attributes(d->cell_mask, backgroundColor(), k_dim_amount, d->attributes);
     if (!d->selected.empty()) dim_unselected(d->selected, d->background(), k_unselected_keep, d->attributes);
     d->attributes_dirty = true;
     if (d->hovered >= 0 && (d->hovered >= d->num_points || d->attributes[d->hovered].color.a == 0)) {
@@ -488,6 +507,14 @@ void PlotView::rebuildDrawOrder() {
     d->order_identity = d->order == DrawOrder::File || (d->order == DrawOrder::ByValue && keys.empty());
     if (d->order_identity) d->draw_indices.clear();
     else d->draw_indices = make_draw_order(d->order, d->num_points, d->order_seed, keys);
+    if (d->mask_style == MaskStyle::Dim && !d->cell_mask.empty()) {
+        // Dimmed cells first, so that the matching ones are drawn over them.
+        if (d->order_identity) d->draw_indices = make_draw_order(DrawOrder::File, d->num_points, 0);
+        d->order_identity = false;
+        std::stable_partition(d->draw_indices.begin(), d->draw_indices.end(), [this](std::uint32_t cell) {
+            return cell >= d->cell_mask.size() || d->cell_mask[cell] == 0;
+        });
+    }
     if (!d->selected.empty()) {
         // The selection is drawn on top of the dimmed cells.
         d->draw_indices = selected_last(d->draw_indices, d->selected);
@@ -550,7 +577,9 @@ void PlotView::setTheme(Theme theme) {
     if (theme == d->theme) return;
     d->theme = theme;
     d->overlay.set_light_style(theme == Theme::Light);
-    if (d->kind == ColorKind::Uniform && !d->has_uniform_override) rebuildAttributes();
+    if ((d->kind == ColorKind::Uniform && !d->has_uniform_override) ||
+        (d->mask_style == MaskStyle::Dim && !d->cell_mask.empty()))
+        rebuildAttributes();
     markSceneDirty(false);
 }
 

@@ -109,7 +109,14 @@ public:
     void setCategoryVisible(int category, bool visible);
     bool categoryVisible(int category) const;
     /// Shows only cells with mask[cell] != 0 (e.g. a marker-gene filter); empty = all.
+    /// With MaskStyle::Dim the other cells stay drawn, faded towards the background and
+    /// beneath the matching ones.
     void setCellMask(std::vector<std::uint8_t> mask);
+    const std::vector<std::uint8_t>& cellMask() const;
+    /// What the cell mask does to the cells outside it.
+    enum class MaskStyle { Hide, Dim };
+    void setMaskStyle(MaskStyle style);
+    MaskStyle maskStyle() const;
     /// Cells drawn (not hidden by category or mask).
     std::int64_t visiblePoints() const;
 

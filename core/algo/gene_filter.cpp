@@ -507,6 +507,10 @@ const char* filter_op_text(FilterOp op) noexcept {
 
 FilterExpression parse_filter(std::string_view text) { return Parser(text).parse(); }
 
+std::string filter_gene_text(const std::string& name) { return gene_text(name); }
+
+std::string filter_number_text(float value) { return number_text(value); }
+
 std::string FilterExpression::to_string() const {
     std::string out;
     if (!nodes.empty()) print_node(*this, root(), out);
@@ -573,6 +577,11 @@ void validate(const GeneFilterOptions& options) {
 }
 
 GeneFilterResult evaluate_filter(const FilterExpression& expression, std::span<const std::vector<float>> columns) {
+    std::vector<std::span<const float>> views(columns.begin(), columns.end());
+    return evaluate_filter(expression, std::span<const std::span<const float>>(views));
+}
+
+GeneFilterResult evaluate_filter(const FilterExpression& expression, std::span<const std::span<const float>> columns) {
     if (expression.nodes.empty()) throw std::invalid_argument("evaluate_filter: the expression has no nodes");
     if (columns.size() != expression.genes.size())
         throw std::invalid_argument("evaluate_filter: " + std::to_string(columns.size()) + " value columns for " +

@@ -134,6 +134,13 @@ struct FilterExpression {
 /// Parses the text form (see the file comment). Throws FilterParseError.
 FilterExpression parse_filter(std::string_view text);
 
+/// A gene name as the text form writes it: bare when it is a bare word and not a
+/// keyword, else in double quotes (single quotes when it holds a double quote).
+std::string filter_gene_text(const std::string& name);
+/// A threshold as the text form writes it: the shortest text that reads back as the
+/// same float ("1", "0.5", "2.5e-05").
+std::string filter_number_text(float value);
+
 /// Where gene names are looked up: var names first, then gene ids (var['gene_ids']),
 /// first match wins (as Engine::gene_values). Holds views: the vectors must outlive it.
 class GeneLookup {
@@ -184,6 +191,8 @@ struct GeneFilterResult {
 /// expression.genes[k] for every cell (all the same length). Throws
 /// std::invalid_argument when the number of columns or their lengths disagree.
 GeneFilterResult evaluate_filter(const FilterExpression& expression, std::span<const std::vector<float>> columns);
+/// The same on borrowed columns (e.g. cached ones), without copying them.
+GeneFilterResult evaluate_filter(const FilterExpression& expression, std::span<const std::span<const float>> columns);
 
 /// Turns counts into LogNorm values in place: x -> float(log1p(double(x) * target_sum /
 /// totals[cell])), 0 where the cell total is 0 (Engine::gene_values' formula).

@@ -124,11 +124,10 @@ Pending<GeneValues> Engine::gene_values(std::string gene, ValueLayer layer) {
             }
         }
         if (gene_index < 0) throw std::invalid_argument("gene '" + gene + "' is not in var names or var['gene_ids']");
-        std::vector<float> column;
-        {
-            std::lock_guard lock(data->raw_mutex);
-            column = data->raw.gene_column(static_cast<std::int32_t>(gene_index), ctx);
-        }
+        // Cached per layer (EngineFilters.cpp), shared with the filters that name this gene.
+        const auto gene32 = static_cast<std::int32_t>(gene_index);
+        const auto cached = detail::cached_gene_columns(*data, std::span<const std::int32_t>(&gene32, 1), layer, ctx);
+        const std::vector<float>& column = *cached.front();
         auto result = std::make_shared<GeneValues>();
         result->gene = names[static_cast<std::size_t>(gene_index)];
         result->gene_index = gene_index;
@@ -143,12 +142,7 @@ Pending<GeneValues> Engine::gene_values(std::string gene, ValueLayer layer) {
         result->values.resize(num_cells);
         for (std::size_t row = 0; row < num_cells; ++row) {
             const std::size_t raw_row = cells && !cells->empty() ? static_cast<std::size_t>((*cells)[row]) : row;
-            float value = column[raw_row];
-            if (layer == ValueLayer::LogNorm) {
-                const double total = data->qc.total_counts[raw_row];
-                value = total > 0.0 ? static_cast<float>(std::log1p(value * 1e4 / total)) : 0.0f;
-            }
-            result->values[row] = value;
+            result->values[row] = column[raw_row];
         }
         detail::set_value_range(*result);
         slot->set(std::move(result));

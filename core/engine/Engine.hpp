@@ -119,9 +119,11 @@ struct CellMask {
     std::string expression;                 ///< the expression as given
     std::vector<std::uint8_t> mask;         ///< num_cells flags, 1 = the expression holds
     std::int64_t num_matching = 0;          ///< cells with mask 1
-    /// Matching cells per category of obs['leiden'] (category order) when the snapshot
-    /// has Leiden clusters; empty otherwise.
+    /// Matching cells per category (category order) of the obs column named by
+    /// `group_by`, else of obs['leiden'] when the snapshot has Leiden clusters; empty otherwise.
     std::vector<std::pair<std::string, std::int64_t>> by_cluster;
+    /// The obs column behind by_cluster ("" when none).
+    std::string group_by;
 };
 
 /// A categorical obs column made by the user: a selection saved as a column, or a
@@ -178,11 +180,16 @@ public:
     /// core/algo/gene_filter.hpp) on the raw shards, reading only the genes it names.
     /// A syntax error or an unknown gene fails the job (FailureKind::Option) with a
     /// message that points at the mistake. Runs on the query queue (EngineFilters.cpp).
-    Pending<CellMask> evaluate_filter(std::string expression, ValueLayer layer = ValueLayer::LogNorm);
+    /// The genes' columns are cached per layer after the first read, so changing only the
+    /// thresholds re-evaluates from memory. `group_by`: a categorical (or bool) obs
+    /// column for CellMask::by_cluster ("" or not found: leiden).
+    Pending<CellMask> evaluate_filter(std::string expression, ValueLayer layer = ValueLayer::LogNorm,
+                                      std::string group_by = {});
     /// Mean LogNorm value of a gene set for every cell (genes by var name or gene id;
     /// genes not in the dataset are ignored, as scanpy's score_genes does, and named in
-    /// GeneValues::gene; none found fails the job). gene_index is -1.
-    Pending<GeneValues> gene_set_score(std::vector<std::string> genes);
+    /// GeneValues::gene; none found fails the job). gene_index is -1. `subtract_control`:
+    /// scanpy's tl.score_genes instead (the set's mean minus a control set's mean).
+    Pending<GeneValues> gene_set_score(std::vector<std::string> genes, bool subtract_control = false);
     /// Writes the current analysis as h5ad (obs, var, obsm, uns; X optional) atomically.
     JobHandle export_h5ad(std::string path, bool include_matrix);
 

@@ -49,47 +49,98 @@ std::vector<std::int64_t> analysed_rows(const AnalysisSnapshot* snapshot, std::i
 
 }  // namespace
 
-Pending<CellMask> Engine::evaluate_filter(std::string expression, ValueLayer layer) {
+namespace detail {
+
+std::vector<GeneColumnCache::Column> cached_gene_columns(const LoadedData& data, std::span<const std::int32_t> genes,
+                                                         ValueLayer layer, JobContext& ctx) {
+    std::vector<GeneColumnCache::Column> columns(genes.size());
+    std::vector<std::int32_t> missing;
+    for (std::size_t index = 0; index < genes.size(); ++index) {
+        columns[index] = data.gene_columns.find(genes[index], layer);
+        if (!columns[index] && std::find(missing.begin(), missing.end(), genes[index]) == missing.end())
+            missing.push_back(genes[index]);
+    }
+    if (missing.empty()) return columns;
+    GeneFilterOptions options;
+    options.layer = layer == ValueLayer::Counts ? FilterLayer::Counts : FilterLayer::LogNorm;
+    std::vector<std::vector<float>> fetched;
+    {
+        std::lock_guard lock(data.raw_mutex);
+        fetched = filter_gene_values(data.raw, missing, data.qc.total_counts, options, ctx);
+    }
+    for (std::size_t index = 0; index < missing.size(); ++index) {
+        auto column = std::make_shared<const std::vector<float>>(std::move(fetched[index]));
+        data.gene_columns.insert(missing[index], layer, column);
+        for (std::size_t slot = 0; slot < genes.size(); ++slot)
+            if (genes[slot] == missing[index]) columns[slot] = column;
+    }
+    return columns;
+}
+
+}  // namespace detail
+
+Pending<CellMask> Engine::evaluate_filter(std::string expression, ValueLayer layer, std::string group_by) {
     auto state = m_state;
     auto slot = std::make_shared<ResultSlot<CellMask>>();
-    JobHandle handle = state->query.submit("filter", [state, slot, expression, layer](JobContext& ctx) {
+    JobHandle handle = state->query.submit("filter", [state, slot, expression, layer, group_by](JobContext& ctx) {
         state->begin_step(ctx, "filter");
         const auto data = queryable_data(*state, "filter '" + expression + "'");
         const FilterExpression parsed = parse_filter(expression);
         const GeneLookup lookup(data->meta.var.index(), gene_ids_of(data->meta.var));
         const std::vector<std::int32_t> genes = resolve_filter_genes(parsed, lookup);
 
-        GeneFilterOptions options;
-        options.layer = layer == ValueLayer::Counts ? FilterLayer::Counts : FilterLayer::LogNorm;
-        std::vector<std::vector<float>> columns;
-        {
-            std::lock_guard lock(data->raw_mutex);
-            columns = filter_gene_values(data->raw, genes, data->qc.total_counts, options, ctx);
-        }
+        // Cached after the first read: a threshold change costs one pass over memory.
+        const auto cached = detail::cached_gene_columns(*data, genes, layer, ctx);
+        std::vector<std::span<const float>> columns(cached.size());
+        std::transform(cached.begin(), cached.end(), columns.begin(),
+                       [](const detail::GeneColumnCache::Column& column) { return std::span<const float>(*column); });
         ctx.checkpoint();
-        const GeneFilterResult raw = fathom::evaluate_filter(parsed, columns);
+        GeneFilterResult raw = fathom::evaluate_filter(parsed, std::span<const std::span<const float>>(columns));
 
         // From raw rows to the analysed cells, in obs order.
         const auto snapshot = current_snapshot(*state);
-        const auto rows = analysed_rows(snapshot.get(), data->raw.num_cells());
         auto result = std::make_shared<CellMask>();
         result->expression = expression;
-        result->mask.resize(rows.size());
-        for (std::size_t cell = 0; cell < rows.size(); ++cell) {
-            result->mask[cell] = raw.mask[static_cast<std::size_t>(rows[cell])];
-            result->num_matching += result->mask[cell];
+        if (snapshot && !snapshot->cells.empty()) {
+            const auto& rows = snapshot->cells;
+            result->mask.resize(rows.size());
+            for (std::size_t cell = 0; cell < rows.size(); ++cell) {
+                result->mask[cell] = raw.mask[static_cast<std::size_t>(rows[cell])];
+                result->num_matching += result->mask[cell];
+            }
+        } else {
+            result->mask = std::move(raw.mask);
+            result->num_matching = raw.num_matching;
         }
-        if (snapshot && snapshot->obs && snapshot->obs->num_rows() == static_cast<std::int64_t>(rows.size())) {
-            if (const Column* leiden = snapshot->obs->find("leiden")) {
-                if (const auto* clusters = std::get_if<CategoricalColumn>(&leiden->data)) {
+        const std::size_t num_cells = result->mask.size();
+        if (snapshot && snapshot->obs && snapshot->obs->num_rows() == static_cast<std::int64_t>(num_cells)) {
+            const auto categorical_column = [&](const std::string& name) -> const Column* {
+                const Column* column = name.empty() ? nullptr : snapshot->obs->find(name);
+                if (column && (std::holds_alternative<CategoricalColumn>(column->data) ||
+                               std::holds_alternative<BoolColumn>(column->data)))
+                    return column;
+                return nullptr;
+            };
+            const Column* groups = categorical_column(group_by);
+            if (!groups) groups = categorical_column("leiden");
+            if (groups) {
+                result->group_by = groups->name;
+                if (const auto* clusters = std::get_if<CategoricalColumn>(&groups->data)) {
                     std::vector<std::int64_t> counts(clusters->categories.size(), 0);
-                    for (std::size_t cell = 0; cell < rows.size(); ++cell) {
+                    for (std::size_t cell = 0; cell < num_cells; ++cell) {
                         const std::int32_t code = clusters->codes[cell];
                         if (result->mask[cell] && code >= 0 && static_cast<std::size_t>(code) < counts.size())
                             ++counts[static_cast<std::size_t>(code)];
                     }
                     for (std::size_t category = 0; category < counts.size(); ++category)
                         result->by_cluster.emplace_back(clusters->categories[category], counts[category]);
+                } else if (const auto* flags = std::get_if<BoolColumn>(&groups->data)) {
+                    std::int64_t counts[2] = {0, 0};
+                    for (std::size_t cell = 0; cell < num_cells; ++cell) {
+                        const bool missing = !flags->missing.empty() && flags->missing[cell];
+                        if (result->mask[cell] && !missing) ++counts[flags->values[cell] ? 1 : 0];
+                    }
+                    result->by_cluster = {{"False", counts[0]}, {"True", counts[1]}};
                 }
             }
         }
@@ -98,10 +149,10 @@ Pending<CellMask> Engine::evaluate_filter(std::string expression, ValueLayer lay
     return Pending<CellMask>(std::move(handle), std::move(slot));
 }
 
-Pending<GeneValues> Engine::gene_set_score(std::vector<std::string> genes) {
+Pending<GeneValues> Engine::gene_set_score(std::vector<std::string> genes, bool subtract_control) {
     auto state = m_state;
     auto slot = std::make_shared<ResultSlot<GeneValues>>();
-    JobHandle handle = state->query.submit("gene set", [state, slot, genes](JobContext& ctx) {
+    JobHandle handle = state->query.submit("gene set", [state, slot, genes, subtract_control](JobContext& ctx) {
         state->begin_step(ctx, "gene set");
         const auto data = queryable_data(*state, "gene set score");
         if (genes.empty()) throw std::invalid_argument("gene set score: the gene set is empty");
@@ -128,12 +179,14 @@ Pending<GeneValues> Engine::gene_set_score(std::vector<std::string> genes) {
         GeneSetScoreResult score;
         {
             std::lock_guard lock(data->raw_mutex);
-            score = score_gene_set(data->raw, indices, data->qc.total_counts, GeneSetScoreOptions{}, ctx);
+            GeneSetScoreOptions options;
+            options.subtract_control = subtract_control;
+            score = score_gene_set(data->raw, indices, data->qc.total_counts, options, ctx);
         }
         const auto snapshot = current_snapshot(*state);
         const auto rows = analysed_rows(snapshot.get(), data->raw.num_cells());
         auto result = std::make_shared<GeneValues>();
-        result->gene = "mean of " + std::to_string(score.genes.size()) + (score.genes.size() == 1 ? " gene" : " genes");
+        result->gene = (subtract_control ? "score of " : "mean of ") + std::to_string(score.genes.size()) + (score.genes.size() == 1 ? " gene" : " genes");
         if (!missing.empty()) result->gene += " (" + std::to_string(missing.size()) + " not found: " + list(missing) + ")";
         result->gene_index = -1;
         result->layer = ValueLayer::LogNorm;

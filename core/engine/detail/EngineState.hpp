@@ -20,6 +20,7 @@
 #include "core/data/Dataset.hpp"
 #include "core/engine/Engine.hpp"
 #include "core/engine/JobQueue.hpp"
+#include "core/engine/detail/GeneColumnCache.hpp"
 #include "core/engine/detail/Streaming.hpp"
 
 namespace fathom::detail {
@@ -40,6 +41,8 @@ struct LoadedData {
     bool streamed = false;
     StreamedStats streamed_stats;
     std::vector<std::int64_t> row_offsets;  ///< global, for planning shards of the HVG block
+    /// Gene columns read by queries (filters, gene values), per gene and layer.
+    mutable GeneColumnCache gene_columns;
 };
 
 /// Output of one pipeline stage, kept with the settings that produced it so that a
