@@ -23,6 +23,8 @@
 
 namespace fathom {
 
+struct CsvExportOptions;  // core/engine/csv_export.hpp
+
 /// Where the shards live and how many. Parsed from "cpu", "cpu:N" or "cuda:0,1,..."
 /// (CUDA devices fall back to CPU shards, with a message, when no device is usable).
 struct EngineConfig {
@@ -142,6 +144,9 @@ public:
     Pending<GeneValues> gene_set_score(std::vector<std::string> genes);
     /// Writes the current analysis as h5ad (obs, var, obsm, uns; X optional) atomically.
     JobHandle export_h5ad(std::string path, bool include_matrix);
+    /// Writes Loupe-style CSVs of the current analysis into `folder` (export_csv() in
+    /// core/engine/csv_export.hpp, which defines the options) on the compute queue.
+    JobHandle export_csv(std::string folder, const CsvExportOptions& options);
 
     /// The latest finished state (never null; empty before open()).
     std::shared_ptr<const AnalysisSnapshot> snapshot() const;
