@@ -107,7 +107,7 @@ public:
             double widest = 0.0;
             for (const auto& [name, color] : m_content.legend) widest = std::max(widest, legend_metrics.horizontalAdvance(name));
             out.legend_column_width = legend_metrics.height() * 1.6 + widest + pad;
-            right = pad + columns * out.legend_column_width;
+            right = pad * 2.0 + columns * out.legend_column_width;  // the gap after the plot, then the columns
         } else if (m_options.legend && m_content.kind == PlotView::ColorKind::Continuous) {
             double widest = 0.0;
             for (double value : nice_ticks(m_content.low, m_content.high, 4))
