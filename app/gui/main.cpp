@@ -52,7 +52,7 @@ int main(int argc, char** argv) {
     if (!options->devices.isEmpty()) config.devices = options->devices.toStdString();
     std::unique_ptr<fathom::ui::MainWindow> window;
     try {
-        window = std::make_unique<fathom::ui::MainWindow>(config, options->screenshot.isEmpty());
+        window = std::make_unique<fathom::ui::MainWindow>(config, options->screenshot.isEmpty() && options->export_figure.isEmpty());
     } catch (const std::exception& failure) {
         std::fprintf(stderr, "fathom: %s\n", failure.what());
         return 2;
