@@ -164,6 +164,42 @@ TEST_F(FigureExportTest, PngHasTheRequestedPixelsAndDpiWhateverTheWindowSize) {
     EXPECT_EQ(view->transform().width(), 260);
 }
 
+TEST_F(FigureExportTest, FilteredCellsAndDensityModeLookAsOnScreen) {
+    FigureOptions options;
+    options.width_in = 3.0;
+    options.height_in = 2.0;
+    options.dpi = 100;
+    options.legend = false;  // its swatches would show every category's colour
+    QString error;
+    // A filter mask keeping the first blob only: the others are not drawn.
+    std::vector<std::uint8_t> mask(static_cast<std::size_t>(view->numPoints()), 0);
+    std::fill(mask.begin(), mask.begin() + 1500, 1);
+    view->setCellMask(mask);
+    const QString masked = path_of("masked.png");
+    ASSERT_TRUE(export_figure(*view, masked, options, &error)) << error.toStdString();
+    QImage image(masked);
+    EXPECT_GT(count_pixels(image, k_red), 50);
+    EXPECT_EQ(count_pixels(image, k_green), 0);
+    EXPECT_EQ(count_pixels(image, k_blue), 0);
+    view->setCellMask({});
+
+    // Density mode: the aggregated layer instead of points, still at the figure's size.
+    view->setDensityMode(PlotView::DensityMode::On);
+    const auto aggregations = view->stats().density_aggregations;
+    const QString density = path_of("density.png");
+    ASSERT_TRUE(export_figure(*view, density, options, &error)) << error.toStdString();
+    image = QImage(density);
+    EXPECT_EQ(image.size(), QSize(300, 200));
+    EXPECT_GT(view->stats().density_aggregations, aggregations);
+    // Pure category colours no longer dominate: density shades of them do, over the background.
+    EXPECT_GT(fathom::test::count_distinct_colors(image), 20);
+    EXPECT_GT(fathom::test::count_pixels_not(image, view->backgroundColor()), 2000);
+    // The on-screen frame still renders afterwards.
+    const QImage frame = view->grabFramebuffer();
+    EXPECT_EQ(frame.width(), static_cast<int>(view->width() * view->devicePixelRatioF()));
+    EXPECT_GT(fathom::test::count_pixels_not(frame, view->backgroundColor()), 100);
+}
+
 TEST_F(FigureExportTest, PdfHasVectorTextAndExactlyOneImage) {
     if (!have_tool("pdfinfo") || !have_tool("pdftotext") || !have_tool("pdfimages"))
         GTEST_SKIP() << "poppler-utils (pdfinfo, pdftotext, pdfimages) not installed";

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "core/engine/csv_export.hpp"
 #include "tests/support/paths.hpp"
 #include "ui/MainWindow.hpp"
 #include "ui/PipelinePanel.hpp"
@@ -195,6 +196,31 @@ TEST(SessionWindow, ReopeningRestoresResultsColouringAndView) {
         saved_view = plot->transform();
         QString error;
         ASSERT_TRUE(window.saveSession(session, &error)) << error.toStdString();
+
+        // File > Export Data... does its writing through these: CSV and h5ad jobs.
+        const auto exports = test::temp_dir("session-window-exports");
+        bool exported = false;
+        QString exported_message;
+        QObject::connect(&window, &MainWindow::dataExported, [&](bool success, const QString& text) {
+            exported = true;
+            ok = success;
+            exported_message = text;
+        });
+        ASSERT_TRUE(window.exportCsv(QString::fromStdString((exports / "csv").string()), CsvExportOptions{}));
+        ASSERT_TRUE(process_events_until([&] { return exported; }, 60s));
+        EXPECT_TRUE(ok) << exported_message.toStdString();
+        EXPECT_TRUE(std::filesystem::exists(exports / "csv" / "umap.csv"));
+        EXPECT_TRUE(std::filesystem::exists(exports / "csv" / "cell_type.csv"));
+        exported = false;
+        ASSERT_TRUE(window.exportH5ad(QString::fromStdString((exports / "reduced.h5ad").string()), false));
+        ASSERT_TRUE(process_events_until([&] { return exported; }, 60s));
+        EXPECT_TRUE(ok) << exported_message.toStdString();
+        EXPECT_TRUE(std::filesystem::exists(exports / "reduced.h5ad"));
+        exported = false;
+        window.exportH5ad(QString::fromStdString((exports / "missing" / "x.h5ad").string()), false);
+        ASSERT_TRUE(process_events_until([&] { return exported; }, 60s));
+        EXPECT_FALSE(ok);
+        EXPECT_TRUE(exported_message.contains(QStringLiteral("x.h5ad"))) << exported_message.toStdString();
     }
 
     const SessionState state = load_session(session);
