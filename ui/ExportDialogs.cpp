@@ -172,7 +172,7 @@ void FigureExportDialog::browse() {
 
 DataExportDialog::DataExportDialog(const QStringList& categories, const QStringList& projections, bool has_markers,
                                    QWidget* parent)
-    : QDialog(parent) {
+    : QDialog(parent), m_has_markers(has_markers) {
     setWindowTitle(tr("Export Data"));
     auto* layout = new QVBoxLayout(this);
     m_h5ad = new QRadioButton(tr("h5ad file (obs, var, obsm, uns colours; reads in scanpy)"), this);
@@ -248,7 +248,7 @@ void DataExportDialog::updateMode() {
     m_matrix->setEnabled(!folder);
     m_projection->setEnabled(folder);
     m_columns->setEnabled(folder);
-    m_markers->setEnabled(folder && m_markers->isChecked());
+    m_markers->setEnabled(folder && m_has_markers);
 }
 
 void DataExportDialog::browse() {

@@ -70,6 +70,7 @@ private:
     QListWidget* m_columns = nullptr;
     QComboBox* m_projection = nullptr;
     QCheckBox* m_markers = nullptr;
+    bool m_has_markers = false;
 };
 
 }  // namespace fathom::ui

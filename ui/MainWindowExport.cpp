@@ -60,6 +60,13 @@ void MainWindow::showFigureExportDialog() {
         return;
     }
     FigureExportDialog dialog(plotView()->colorName(), this);
+    if (const auto current = snapshot(); current->dataset) {
+        // <dataset folder>/<dataset>_<colouring>.png as a starting point.
+        const QFileInfo dataset(QString::fromStdString(current->dataset->path));
+        QString name = dataset.completeBaseName();
+        if (!colorKey().isEmpty()) name += QStringLiteral("_") + QString(colorKey()).replace(QLatin1Char(':'), QLatin1Char('_'));
+        dialog.setPath(dataset.absoluteDir().filePath(name + QStringLiteral(".png")));
+    }
     if (dialog.exec() != QDialog::Accepted) return;
     QString error;
     if (!exportFigure(dialog.path(), dialog.options(), &error))
