@@ -102,8 +102,10 @@ public:
         const double plot_height = m_page.height() - top - bottom;
         if (m_options.legend && m_content.kind == PlotView::ColorKind::Categorical && !m_content.legend.empty()) {
             const double row = legend_metrics.height() * 1.25;
-            out.legend_rows = std::max(1, static_cast<int>(std::floor(plot_height / row)));
-            const int columns = static_cast<int>((m_content.legend.size() + out.legend_rows - 1) / out.legend_rows);
+            const auto entries = static_cast<int>(m_content.legend.size());
+            const int max_rows = std::max(1, static_cast<int>(std::floor(plot_height / row)));
+            const int columns = (entries + max_rows - 1) / max_rows;
+            out.legend_rows = (entries + columns - 1) / columns;  // balanced columns
             double widest = 0.0;
             for (const auto& [name, color] : m_content.legend) widest = std::max(widest, legend_metrics.horizontalAdvance(name));
             out.legend_column_width = legend_metrics.height() * 1.6 + widest + pad;

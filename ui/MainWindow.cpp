@@ -215,6 +215,15 @@ void MainWindow::buildMenus() {
         if (!path.endsWith(QStringLiteral(".json"), Qt::CaseInsensitive)) path += QStringLiteral(".fathom.json");
         saveSession(path);
     });
+    QAction* save_results = file->addAction(tr("Save Session with &Results..."));
+    save_results->setToolTip(tr("Also writes the analysed data with its embedding and clusters next to the session"));
+    connect(save_results, &QAction::triggered, this, [this] {
+        QString path = QFileDialog::getSaveFileName(this, tr("Save session with results"), QString(),
+                                                    tr("Fathom session (*.fathom.json)"));
+        if (path.isEmpty()) return;
+        if (!path.endsWith(QStringLiteral(".json"), Qt::CaseInsensitive)) path += QStringLiteral(".fathom.json");
+        saveSessionWithResults(path);
+    });
     file->addSeparator();
     QAction* export_figure = file->addAction(tr("Export &Figure..."));
     connect(export_figure, &QAction::triggered, this, &MainWindow::showFigureExportDialog);

@@ -91,6 +91,11 @@ public:
     SessionState sessionState() const;
     /// Writes sessionState() to `path` (atomically). False with `error` set (also logged).
     bool saveSession(const QString& path, QString* error = nullptr);
+    /// Saves a session that keeps these exact results: writes "<session stem>.h5ad" next
+    /// to `path` (raw counts of the analysed cells plus obs, obsm, uns colours) and a
+    /// session that opens it instead of re-running the pipeline (whose approximate kNN
+    /// and parallel UMAP can differ run to run on large data). sessionSaved reports the end.
+    bool saveSessionWithResults(const QString& path);
     /// Opens a session file: the dataset, the pipeline re-run with the saved settings when
     /// it had results, then the embedding, colouring and view; sessionLoaded lets other
     /// panels restore their parts, then sessionRestored(ok, message). False (after
@@ -116,6 +121,8 @@ signals:
     void sessionLoaded(const fathom::ui::SessionState& state);
     /// openSession() finished.
     void sessionRestored(bool ok, const QString& message);
+    /// saveSessionWithResults() finished.
+    void sessionSaved(bool ok, const QString& message);
 
 protected:
     void dragEnterEvent(QDragEnterEvent* event) override;

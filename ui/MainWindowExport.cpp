@@ -1,6 +1,7 @@
 // MainWindow's figure and data export and its sessions (save, open, restore). Uses the
 // window's public API plus a few private helpers (log, reportFailure, syncViewControls).
 #include <QDir>
+#include <QElapsedTimer>
 #include <QFileInfo>
 #include <QMessageBox>
 #include <algorithm>
@@ -44,13 +45,20 @@ DrawOrder draw_order_from(const std::string& name) {
 
 bool MainWindow::exportFigure(const QString& path, FigureOptions options, QString* error) {
     if (options.embedding.isEmpty()) options.embedding = embeddingKey();
+    QElapsedTimer clock;
+    clock.start();
     QString problem;
     if (!export_figure(*plotView(), path, options, &problem)) {
         log(tr("export figure failed: %1").arg(problem));
         if (error) *error = problem;
         return false;
     }
-    log(tr("export figure: wrote %1 (%2 x %3 in, %4 dpi)").arg(path).arg(options.width_in).arg(options.height_in).arg(options.dpi));
+    log(tr("export figure: wrote %1 (%2 x %3 in, %4 dpi) in %5 ms")
+            .arg(path)
+            .arg(options.width_in)
+            .arg(options.height_in)
+            .arg(options.dpi)
+            .arg(clock.elapsed()));
     return true;
 }
 
@@ -175,6 +183,48 @@ bool MainWindow::saveSession(const QString& path, QString* error) {
     return true;
 }
 
+bool MainWindow::saveSessionWithResults(const QString& path) {
+    SessionState state = sessionState();
+    const auto fail = [&](const QString& message) {
+        log(tr("save session failed: %1").arg(message));
+        emit sessionSaved(false, message);
+        return false;
+    };
+    if (state.dataset.empty()) return fail(tr("%1: no dataset is open: nothing to save").arg(path));
+    // "analysis.fathom.json" -> "analysis.h5ad" in the same folder, named relatively so
+    // that the pair can be moved together.
+    const QFileInfo info(path);
+    QString stem = info.fileName();
+    for (const QString& suffix : {QStringLiteral(".json"), QStringLiteral(".fathom")})
+        if (stem.endsWith(suffix, Qt::CaseInsensitive)) stem.chop(suffix.size());
+    const QString results = stem + QStringLiteral(".h5ad");
+    const QString results_path = info.absoluteDir().filePath(results);
+    if (QFileInfo(results_path).absoluteFilePath() == QFileInfo(QString::fromStdString(state.dataset)).absoluteFilePath())
+        return fail(tr("%1 would overwrite the open dataset; choose another session name").arg(results_path));
+    const JobHandle handle = engine().export_h5ad(results_path.toStdString(), true);
+    log(tr("session: writing the results to %1").arg(results_path));
+    state.dataset = results.toStdString();
+    state.has_results = false;  // the file holds them: open it, do not re-run
+    jobWatcher()->watch(handle, QStringLiteral("export"), [this, path, state](const JobStatus& status) {
+        if (status.state != JobState::Succeeded) {
+            reportFailure(tr("save session"), status);
+            emit sessionSaved(false, QString::fromStdString(status.message));
+            return;
+        }
+        try {
+            save_session(state, path);
+        } catch (const SessionError& failure) {
+            const QString message = QString::fromUtf8(failure.what());
+            log(tr("save session failed: %1").arg(message));
+            emit sessionSaved(false, message);
+            return;
+        }
+        log(tr("session: saved %1 with its results").arg(path));
+        emit sessionSaved(true, QString());
+    });
+    return true;
+}
+
 bool MainWindow::openSession(const QString& path) {
     SessionState loaded;
     try {
@@ -195,11 +245,11 @@ bool MainWindow::openSession(const QString& path) {
             emit sessionRestored(false, tr("session dataset: %1").arg(message));
             return;
         }
+        pipelinePanel()->setSettings(state->pipeline);  // a later run uses the saved settings
         if (!state->has_results) {
             restoreSessionView(*state);
             return;
         }
-        pipelinePanel()->setSettings(state->pipeline);
         connect(this, &MainWindow::pipelineFinished, this, [this, state](bool done, const QString& problem, int) {
             if (done) restoreSessionView(*state);
             else emit sessionRestored(false, tr("session pipeline: %1").arg(problem));

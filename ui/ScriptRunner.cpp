@@ -214,12 +214,15 @@ void ScriptRunner::writePicture() {
     QString written;
     if (!m_options.export_figure.isEmpty()) {
         QString error;
+        QElapsedTimer clock;
+        clock.start();
         if (!m_window.exportFigure(m_options.export_figure, m_options.figure, &error)) return fail(4, error);
-        written = QStringLiteral("wrote %1 (%2 x %3 in, %4 dpi)")
+        written = QStringLiteral("wrote %1 (%2 x %3 in, %4 dpi) in %5 ms")
                       .arg(m_options.export_figure)
                       .arg(m_options.figure.width_in)
                       .arg(m_options.figure.height_in)
-                      .arg(m_options.figure.dpi);
+                      .arg(m_options.figure.dpi)
+                      .arg(clock.elapsed());
         if (m_options.screenshot.isEmpty()) {
             m_done = true;
             emit finished(0, written);

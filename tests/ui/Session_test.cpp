@@ -158,7 +158,10 @@ TEST(SessionWindow, ReopeningRestoresResultsColouringAndView) {
     settings.num_pcs = 20;
     settings.umap_epochs = 60;
     settings.markers = "";
+    const QString with_results =
+        QString::fromStdString((test::temp_dir("session-window-results") / "kept.fathom.json").string());
     ViewTransform saved_view;
+    std::vector<float> saved_positions;
     {
         MainWindow window(EngineConfig{}, false);
         window.resize(900, 650);
@@ -196,6 +199,16 @@ TEST(SessionWindow, ReopeningRestoresResultsColouringAndView) {
         saved_view = plot->transform();
         QString error;
         ASSERT_TRUE(window.saveSession(session, &error)) << error.toStdString();
+        saved_positions = plot->positions();
+        bool saved = false;
+        QObject::connect(&window, &MainWindow::sessionSaved, [&](bool success, const QString& text) {
+            saved = true;
+            ok = success;
+            error = text;
+        });
+        ASSERT_TRUE(window.saveSessionWithResults(with_results));
+        ASSERT_TRUE(process_events_until([&] { return saved; }, 60s));
+        ASSERT_TRUE(ok) << error.toStdString();
 
         // File > Export Data... does its writing through these: CSV and h5ad jobs.
         const auto exports = test::temp_dir("session-window-exports");
@@ -269,6 +282,36 @@ TEST(SessionWindow, ReopeningRestoresResultsColouringAndView) {
     for (QComboBox* combo : fresh.findChildren<QComboBox*>())
         theme_shown |= combo->currentText() == QStringLiteral("light");
     EXPECT_TRUE(theme_shown);
+
+    // A session saved with its results reopens them exactly (no re-run): the same
+    // embedding, colouring and view.
+    {
+        const SessionState kept = load_session(with_results);
+        EXPECT_EQ(kept.dataset, "kept.h5ad");  // next to the session, named relatively
+        EXPECT_FALSE(kept.has_results);
+        EXPECT_EQ(kept.pipeline.num_pcs, 20);
+        MainWindow again(EngineConfig{}, false);
+        again.resize(640, 480);
+        again.show();
+        ASSERT_TRUE(QTest::qWaitForWindowExposed(&again));
+        restored = false;
+        QObject::connect(&again, &MainWindow::sessionRestored, [&](bool success, const QString& text) {
+            restored = true;
+            ok = success;
+            message = text;
+        });
+        ASSERT_TRUE(again.openSession(with_results));
+        ASSERT_TRUE(process_events_until([&] { return restored; }, 120s));
+        ASSERT_TRUE(ok) << message.toStdString();
+        EXPECT_FALSE(again.hasResults());
+        EXPECT_EQ(again.pipelinePanel()->settings().num_pcs, 20);
+        EXPECT_EQ(again.embeddingKey(), QStringLiteral("X_umap"));
+        EXPECT_EQ(again.plotView()->positions(), saved_positions);
+        EXPECT_EQ(again.colorKey(), QStringLiteral("cell_type"));
+        again.plotView()->grabFramebuffer();
+        EXPECT_DOUBLE_EQ(again.plotView()->transform().center().x, saved_view.center().x);
+        EXPECT_DOUBLE_EQ(again.plotView()->transform().pixels_per_unit(), saved_view.pixels_per_unit());
+    }
 
     // A session whose dataset is gone fails with a message naming it.
     SessionState broken = state;
