@@ -121,7 +121,7 @@ signals:
     void sessionLoaded(const fathom::ui::SessionState& state);
     /// openSession() finished.
     void sessionRestored(bool ok, const QString& message);
-    /// saveSessionWithResults() finished.
+    /// saveSession() or saveSessionWithResults() finished.
     void sessionSaved(bool ok, const QString& message);
 
 protected:

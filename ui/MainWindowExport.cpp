@@ -177,9 +177,11 @@ bool MainWindow::saveSession(const QString& path, QString* error) {
         const QString message = QString::fromUtf8(failure.what());
         log(tr("save session failed: %1").arg(message));
         if (error) *error = message;
+        emit sessionSaved(false, message);
         return false;
     }
     log(tr("session: saved %1").arg(path));
+    emit sessionSaved(true, QString());
     return true;
 }
 
