@@ -24,6 +24,7 @@
 #include <QProgressBar>
 #include <QPushButton>
 #include <QScrollArea>
+#include <QSignalBlocker>
 #include <QSettings>
 #include <QSlider>
 #include <QStatusBar>
@@ -127,6 +128,8 @@ struct MainWindow::Private {
     bool updating_controls = false;
     QUndoStack* undo = nullptr;
     SelectionWorkflow* selection = nullptr;
+    bool has_results = false;        ///< a pipeline run finished on the open dataset
+    PipelineSettings last_run;       ///< its settings (saved in sessions)
 };
 
 MainWindow::MainWindow(EngineConfig config, bool interactive, QWidget* parent)
@@ -221,17 +224,34 @@ void MainWindow::buildMenus() {
     d->recent_menu = file->addMenu(tr("Open &Recent"));
     rebuildRecentMenu();
     file->addSeparator();
-    QAction* export_action = file->addAction(tr("&Export h5ad..."));
-    connect(export_action, &QAction::triggered, this, [this] {
-        const QString path = QFileDialog::getSaveFileName(this, tr("Export analysis"), QString(), tr("h5ad (*.h5ad)"));
-        if (path.isEmpty()) return;
-        const JobHandle handle = d->engine->export_h5ad(path.toStdString(), false);
-        log(tr("export: writing %1").arg(path));
-        d->watcher->watch(handle, QStringLiteral("export"), [this, path](const JobStatus& status) {
-            if (status.state == JobState::Succeeded) log(tr("export: wrote %1").arg(path));
-            else reportFailure(tr("export"), status);
-        });
+    QAction* open_session = file->addAction(tr("Open &Session..."));
+    connect(open_session, &QAction::triggered, this, [this] {
+        const QString path = QFileDialog::getOpenFileName(this, tr("Open session"), QString(),
+                                                          tr("Fathom session (*.fathom.json *.json);;All files (*)"));
+        if (!path.isEmpty()) openSession(path);
     });
+    QAction* save_session = file->addAction(tr("Sa&ve Session..."));
+    save_session->setShortcut(QKeySequence::Save);
+    connect(save_session, &QAction::triggered, this, [this] {
+        QString path = QFileDialog::getSaveFileName(this, tr("Save session"), QString(), tr("Fathom session (*.fathom.json)"));
+        if (path.isEmpty()) return;
+        if (!path.endsWith(QStringLiteral(".json"), Qt::CaseInsensitive)) path += QStringLiteral(".fathom.json");
+        saveSession(path);
+    });
+    QAction* save_results = file->addAction(tr("Save Session with &Results..."));
+    save_results->setToolTip(tr("Also writes the analysed data with its embedding and clusters next to the session"));
+    connect(save_results, &QAction::triggered, this, [this] {
+        QString path = QFileDialog::getSaveFileName(this, tr("Save session with results"), QString(),
+                                                    tr("Fathom session (*.fathom.json)"));
+        if (path.isEmpty()) return;
+        if (!path.endsWith(QStringLiteral(".json"), Qt::CaseInsensitive)) path += QStringLiteral(".fathom.json");
+        saveSessionWithResults(path);
+    });
+    file->addSeparator();
+    QAction* export_figure = file->addAction(tr("Export &Figure..."));
+    connect(export_figure, &QAction::triggered, this, &MainWindow::showFigureExportDialog);
+    QAction* export_data = file->addAction(tr("Export &Data..."));
+    connect(export_data, &QAction::triggered, this, &MainWindow::showDataExportDialog);
     file->addSeparator();
     QAction* quit = file->addAction(tr("&Quit"));
     quit->setShortcut(QKeySequence::Quit);
@@ -428,6 +448,8 @@ QString MainWindow::embeddingKey() const { return d->embedding_key; }
 QString MainWindow::colorKey() const { return d->color_key; }
 QString MainWindow::logText() const { return d->log->toPlainText(); }
 bool MainWindow::busy() const { return d->busy; }
+bool MainWindow::hasResults() const { return d->has_results; }
+PipelineSettings MainWindow::lastRunSettings() const { return d->last_run; }
 
 void MainWindow::log(const QString& line) {
     d->log->appendPlainText(QDateTime::currentDateTime().toString(QStringLiteral("HH:mm:ss  ")) + line);
@@ -481,6 +503,7 @@ bool MainWindow::openFile(const QString& path) {
     d->current_path = QFileInfo(path).absoluteFilePath();
     d->frame_sequence = 0;
     d->color_chosen_by_user = false;
+    d->has_results = false;
     log(tr("open: %1").arg(d->current_path));
     setBusy(true);
     const JobHandle handle = d->engine->open(d->current_path.toStdString());
@@ -550,8 +573,9 @@ bool MainWindow::runPipeline() {
 
 void MainWindow::startPipelineJob() {
     JobHandle handle;
+    const PipelineSettings settings = d->pipeline->settings();
     try {
-        handle = d->engine->run(d->pipeline->settings());
+        handle = d->engine->run(settings);
     } catch (const std::exception& failure) {
         const QString message = QString::fromUtf8(failure.what());
         log(tr("run: %1").arg(message));
@@ -561,7 +585,7 @@ void MainWindow::startPipelineJob() {
     log(tr("pipeline: started"));
     setBusy(true);
     d->frame_timer->start();
-    d->watcher->watch(handle, QStringLiteral("pipeline"), [this](const JobStatus& status) {
+    d->watcher->watch(handle, QStringLiteral("pipeline"), [this, settings](const JobStatus& status) {
         d->frame_timer->stop();
         setBusy(d->watcher->isWatching(QStringLiteral("open")));
         if (status.state != JobState::Succeeded) {
@@ -574,6 +598,8 @@ void MainWindow::startPipelineJob() {
             stages << QStringLiteral("%1 %2").arg(QString::fromStdString(timing.stage), seconds_text(timing.wall_seconds));
         log(tr("pipeline: done in %1 (%2)").arg(seconds_text(status.elapsed_seconds), stages.join(QStringLiteral(", "))));
         d->status_label->setText(tr("pipeline done in %1").arg(seconds_text(status.elapsed_seconds)));
+        d->has_results = true;
+        d->last_run = settings;
         applySnapshot(true);
         emit pipelineFinished(true, QString(), 0);
     });
@@ -802,6 +828,26 @@ bool MainWindow::colorBy(const QString& key) {
     }
     finish(key);
     return true;
+}
+
+void MainWindow::syncViewControls() {
+    const PlotView* plot = d->plot;
+    {
+        const QSignalBlocker blocker(d->embedding_combo);
+        d->embedding_combo->setCurrentText(d->embedding_key);
+    }
+    const auto select = [](QComboBox* combo, int value) {
+        const QSignalBlocker blocker(combo);
+        combo->setCurrentIndex(std::max(0, combo->findData(value)));
+    };
+    select(d->order_combo, static_cast<int>(plot->drawOrder()));
+    select(d->density_combo, static_cast<int>(plot->densityMode()));
+    select(d->theme_combo, static_cast<int>(plot->theme()));
+    const QSignalBlocker size_blocker(d->size_slider), auto_blocker(d->size_auto), opacity_blocker(d->opacity_slider);
+    d->size_auto->setChecked(plot->autoPointSize());
+    d->size_slider->setEnabled(!plot->autoPointSize());
+    if (!plot->autoPointSize()) d->size_slider->setValue(static_cast<int>(std::lround(plot->effectivePointSize())));
+    d->opacity_slider->setValue(static_cast<int>(std::lround(plot->opacity() * 100.0f)));
 }
 
 // ---- recent files, drag and drop ------------------------------------------------------

@@ -11,6 +11,8 @@
 #include <memory>
 
 #include "core/engine/Engine.hpp"
+#include "ui/FigureExport.hpp"
+#include "ui/Session.hpp"
 
 class QComboBox;
 class QLabel;
@@ -84,6 +86,34 @@ public:
     QStringList recentFiles() const;
     /// Whether an open or pipeline job is running.
     bool busy() const;
+    /// Whether a pipeline run finished on the open dataset, and its settings.
+    bool hasResults() const;
+    PipelineSettings lastRunSettings() const;
+
+    // ---- export and sessions (MainWindowExport.cpp) ----------------------------------
+    /// Writes the plot as a figure (PNG / SVG / PDF by extension; FigureExport.hpp); the
+    /// embedding key defaults to the one shown. False with `error` set (also logged).
+    bool exportFigure(const QString& path, FigureOptions options, QString* error = nullptr);
+    /// Starts writing the analysis as h5ad (X = raw counts when `include_matrix`);
+    /// dataExported reports the end. False when no dataset is open.
+    bool exportH5ad(const QString& path, bool include_matrix);
+    /// Starts writing Loupe-style CSVs into `folder`; dataExported reports the end.
+    bool exportCsv(const QString& folder, const CsvExportOptions& options);
+    /// The window as a session: dataset, pipeline settings of the last run, colouring,
+    /// view; then sessionSaving lets other panels add their parts.
+    SessionState sessionState() const;
+    /// Writes sessionState() to `path` (atomically). False with `error` set (also logged).
+    bool saveSession(const QString& path, QString* error = nullptr);
+    /// Saves a session that keeps these exact results: writes "<session stem>.h5ad" next
+    /// to `path` (raw counts of the analysed cells plus obs, obsm, uns colours) and a
+    /// session that opens it instead of re-running the pipeline (whose approximate kNN
+    /// and parallel UMAP can differ run to run on large data). sessionSaved reports the end.
+    bool saveSessionWithResults(const QString& path);
+    /// Opens a session file: the dataset, the pipeline re-run with the saved settings when
+    /// it had results, then the embedding, colouring and view; sessionLoaded lets other
+    /// panels restore their parts, then sessionRestored(ok, message). False (after
+    /// sessionRestored(false, ...)) when the file cannot be read or the dataset is missing.
+    bool openSession(const QString& path);
 
     /// The widget-level message shown when no display is available (`fathom` prints it).
     static QString noDisplayMessage();
@@ -96,6 +126,16 @@ signals:
     /// A colouring is on screen (for genes: once the values arrived).
     void coloringApplied(const QString& key);
     void coloringFailed(const QString& key, const QString& message);
+    /// An h5ad or CSV export ended (message: what was written, or the error).
+    void dataExported(bool ok, const QString& message);
+    /// sessionState() is being built: add the parts a panel owns (direct connections).
+    void sessionSaving(fathom::ui::SessionState* state) const;
+    /// A session's dataset, results and view are restored: apply the other parts.
+    void sessionLoaded(const fathom::ui::SessionState& state);
+    /// openSession() finished.
+    void sessionRestored(bool ok, const QString& message);
+    /// saveSession() or saveSessionWithResults() finished.
+    void sessionSaved(bool ok, const QString& message);
 
 protected:
     void dragEnterEvent(QDragEnterEvent* event) override;
@@ -116,6 +156,11 @@ private:
     void rebuildRecentMenu();
     void setBusy(bool busy);
     void startPipelineJob();
+    void showFigureExportDialog();
+    void showDataExportDialog();
+    void restoreSessionView(const SessionState& state);
+    /// Toolbar controls from the plot's state (after the plot was changed directly).
+    void syncViewControls();
 
     struct Private;
     std::unique_ptr<Private> d;

@@ -153,6 +153,12 @@ struct PlotView::Private {
     SelectionMode gesture_mode = SelectionMode::Replace;
     QPolygonF gesture_points;             // widget coordinates; a rectangle keeps its two corners
 
+    // ---- off-screen layer export (renderLayerImage) ----
+    bool exporting = false;       // renderScene draws into an export-sized target
+    QSize export_size;            // device px of that target
+    float export_point_px = 0.0f; // point size in export px
+    bool export_density = false;  // the on-screen points-or-density choice
+
     Stats stats;
     QElapsedTimer frame_clock;
     double last_frame_ms = -1.0;
@@ -871,8 +877,9 @@ static void ensure_color_target(QOpenGLExtraFunctions* gl, GLuint& framebuffer, 
 void PlotView::renderScene() {
     QOpenGLExtraFunctions* gl = d->gl;
     const qreal ratio = devicePixelRatioF();
-    const QSize size(std::max(1, static_cast<int>(std::lround(width() * ratio))),
-                     std::max(1, static_cast<int>(std::lround(height() * ratio))));
+    const QSize size = d->exporting ? d->export_size
+                                    : QSize(std::max(1, static_cast<int>(std::lround(width() * ratio))),
+                                            std::max(1, static_cast<int>(std::lround(height() * ratio))));
     ensure_color_target(gl, d->scene_framebuffer, d->scene_texture, d->scene_size, size, GL_RGBA8, GL_RGBA,
                         GL_UNSIGNED_BYTE);
     if (d->colormap_texture_dirty || d->colormap_texture_map != d->colormap) {
@@ -887,7 +894,7 @@ void PlotView::renderScene() {
         d->colormap_texture_map = d->colormap;
         d->colormap_texture_dirty = false;
     }
-    if (densityActive()) renderDensity();
+    if (d->exporting ? d->export_density : densityActive()) renderDensity();
     else renderPoints();
     ++d->stats.scene_renders;
     d->scene_dirty = false;
@@ -902,7 +909,7 @@ void PlotView::renderPoints() {
     gl->glClear(GL_COLOR_BUFFER_BIT);
     d->stats.drawn_points = 0;
     if (d->drawable == 0) return;
-    const float size = effectivePointSize() * static_cast<float>(devicePixelRatioF());
+    const float size = d->exporting ? d->export_point_px : effectivePointSize() * static_cast<float>(devicePixelRatioF());
     if (!d->gles) gl->glEnable(GL_PROGRAM_POINT_SIZE);
     if (d->opacity < 1.0f) {
         gl->glEnable(GL_BLEND);
@@ -930,7 +937,7 @@ void PlotView::renderPoints() {
 
 void PlotView::renderDensity() {
     QOpenGLExtraFunctions* gl = d->gl;
-    const double ratio = devicePixelRatioF();
+    const double ratio = d->exporting ? 1.0 : devicePixelRatioF();  // an export view is in device px
     const int downsample = d->density_downsample;
     const double scale = d->view.pixels_per_unit() * ratio;  // device px per world unit
     const QSize screen = d->scene_size;
@@ -1100,6 +1107,73 @@ double PlotView::renderFrameForBenchmark(bool redraw_scene) {
     const double elapsed = static_cast<double>(timer.nsecsElapsed()) * 1e-6;
     doneCurrent();
     return elapsed;
+}
+
+QImage PlotView::renderLayerImage(QSize pixels, const WorldRect& world, float point_scale, QString* error) {
+    const auto fail = [&](const QString& message) {
+        if (error) *error = message;
+        return QImage();
+    };
+    if (pixels.width() < 1 || pixels.height() < 1) return fail(QStringLiteral("empty image size"));
+    if (world.empty() || !(world.width() > 0.0)) return fail(QStringLiteral("empty world rectangle"));
+    if (!d->gl_ready || !context())
+        return fail(d->gl_error.isEmpty() ? QStringLiteral("the plot has no OpenGL context yet (it was never shown)")
+                                          : d->gl_error);
+    makeCurrent();
+    QOpenGLExtraFunctions* gl = d->gl;
+    GLint max_texture = 0, max_viewport[2] = {0, 0};
+    gl->glGetIntegerv(GL_MAX_TEXTURE_SIZE, &max_texture);
+    gl->glGetIntegerv(GL_MAX_VIEWPORT_DIMS, max_viewport);
+    const int limit = std::min<int>(max_texture, std::min(max_viewport[0], max_viewport[1]));
+    const int density_side = static_cast<int>(std::ceil(std::max(pixels.width(), pixels.height()) * (1.0 + 2.0 * k_density_margin)));
+    const bool density = densityActive();
+    if (pixels.width() > limit || pixels.height() > limit || (density && density_side > limit)) {
+        doneCurrent();
+        return fail(QStringLiteral("%1 x %2 pixels exceed this OpenGL's limit of %3 per side; lower the size or DPI")
+                        .arg(pixels.width())
+                        .arg(pixels.height())
+                        .arg(density ? static_cast<int>(limit / (1.0 + 2.0 * k_density_margin)) : limit));
+    }
+    // Every position on the GPU first (uploads are otherwise spread over frames).
+    const double budget = d->upload_budget_ms;
+    d->upload_budget_ms = 1e12;
+    uploadPending();
+    d->upload_budget_ms = budget;
+
+    // Swap in the export target and view; buffers, colours and order are shared.
+    const ViewTransform saved_view = d->view;
+    const GLuint saved_framebuffer = d->scene_framebuffer, saved_texture = d->scene_texture;
+    const QSize saved_size = d->scene_size;
+    d->export_point_px = effectivePointSize() * point_scale;
+    d->export_density = density;
+    d->export_size = pixels;
+    d->exporting = true;
+    d->scene_framebuffer = d->scene_texture = 0;
+    d->scene_size = QSize();
+    d->view.set_viewport(pixels.width(), pixels.height());
+    d->view.set_center({(world.min_x + world.max_x) / 2.0, (world.min_y + world.max_y) / 2.0});
+    d->view.set_pixels_per_unit(pixels.width() / world.width());
+    d->density_dirty = true;
+    renderScene();
+
+    QImage image(pixels, QImage::Format_RGBA8888);
+    gl->glBindFramebuffer(GL_READ_FRAMEBUFFER, d->scene_framebuffer);
+    gl->glPixelStorei(GL_PACK_ALIGNMENT, 4);
+    gl->glReadPixels(0, 0, pixels.width(), pixels.height(), GL_RGBA, GL_UNSIGNED_BYTE, image.bits());
+    gl->glBindFramebuffer(GL_FRAMEBUFFER, defaultFramebufferObject());
+    gl->glDeleteFramebuffers(1, &d->scene_framebuffer);
+    gl->glDeleteTextures(1, &d->scene_texture);
+
+    d->exporting = false;
+    d->scene_framebuffer = saved_framebuffer;
+    d->scene_texture = saved_texture;
+    d->scene_size = saved_size;
+    d->view = saved_view;
+    d->density_size = QSize();  // the density target was sized for the export
+    markSceneDirty(true);
+    doneCurrent();
+    // GL rows run bottom-up; the layer is opaque (the background is part of it).
+    return image.mirrored().convertToFormat(QImage::Format_RGB32);
 }
 
 // ---- overlay --------------------------------------------------------------------------

@@ -17,6 +17,7 @@
 /// - Lasso and rectangle tools select cells through the same grid (left drag; the middle
 ///   button still pans, the wheel zooms); the selection is drawn on top and the other
 ///   cells dimmed, through the attribute buffer and the draw order only.
+#include <QImage>
 #include <QOpenGLWidget>
 #include <QPolygonF>
 #include <QRectF>
@@ -193,6 +194,15 @@ public:
     /// to finish it; `redraw_scene` forces the point/density layer to be redrawn as a view
     /// change would. Returns the wall time in ms (for the benchmark).
     double renderFrameForBenchmark(bool redraw_scene);
+    /// Renders the point (or density) layer alone, off-screen, into a `pixels` image
+    /// showing the world rectangle `world` (its aspect should match `pixels`; the scale
+    /// is isotropic, from the width). Colours, visibility, draw order, opacity, theme and
+    /// the points-or-density choice are the on-screen ones; point sizes are the on-screen
+    /// size times `point_scale` (image pixels per screen pixel). Independent of the
+    /// widget's size; the widget's view is untouched. Needs the widget's GL context (shown
+    /// once): returns a null image with `error` set otherwise, or when `pixels` exceeds the
+    /// GL limits.
+    QImage renderLayerImage(QSize pixels, const WorldRect& world, float point_scale, QString* error = nullptr);
 
 signals:
     /// The hovered cell changed (-1 = none).

@@ -32,12 +32,16 @@ constexpr int k_picture_timeout_ms = 120000;
 QString script_usage() {
     return QStringLiteral(
         "usage: fathom [FILE] [--run] [--color-by KEY|gene:NAME] [--screenshot OUT.png] [--size WxH]\n"
+        "              [--export-figure OUT.png|svg|pdf [--figure-size WxHin|mm|cm] [--dpi N]]\n"
         "              [--devices cpu:N|cuda:0,...]\n"
         "  FILE             dataset to open (h5ad, 10x h5, Matrix Market folder)\n"
         "  --run            run the analysis pipeline after opening\n"
         "  --color-by KEY   colour by an obs column (e.g. leiden) or gene:NAME\n"
         "  --screenshot P   write the window's picture to P (PNG) and exit\n"
         "  --size WxH       window size, e.g. 1400x900\n"
+        "  --export-figure P  write the plot as a figure (PNG, or SVG / PDF with vector text) and exit\n"
+        "  --figure-size S  the figure's size, e.g. 6x4in, 180x120mm (default 5x4in)\n"
+        "  --dpi N          the figure's resolution (PNG pixels per inch; default 300)\n"
         "  --devices D      where the matrix shards live (default cpu:1)\n");
 }
 
@@ -76,6 +80,25 @@ std::optional<ScriptOptions> parse_script_options(const QStringList& arguments, 
             if (width < 200 || height < 150 || width > 10000 || height > 10000)
                 return fail(QStringLiteral("--size %1: each side must be in [200, 10000] x [150, 10000]").arg(*text));
             options.size = QSize(width, height);
+        } else if (argument == QStringLiteral("--export-figure")) {
+            const auto text = value("--export-figure");
+            if (!text || text->isEmpty()) return fail(QStringLiteral("--export-figure expects a file name"));
+            if (!figure_format_of(*text))
+                return fail(QStringLiteral("--export-figure %1: use a .png, .svg or .pdf name").arg(*text));
+            options.export_figure = *text;
+        } else if (argument == QStringLiteral("--figure-size")) {
+            const auto text = value("--figure-size");
+            QString problem;
+            const auto size = text ? parse_figure_size(*text, &problem) : std::nullopt;
+            if (!size) return fail(QStringLiteral("--figure-size: %1").arg(text ? problem : QStringLiteral("expects WxH with a unit, e.g. 6x4in")));
+            options.figure.width_in = size->width();
+            options.figure.height_in = size->height();
+        } else if (argument == QStringLiteral("--dpi")) {
+            const auto text = value("--dpi");
+            bool ok = false;
+            const int dpi = text ? text->toInt(&ok) : 0;
+            if (!ok) return fail(QStringLiteral("--dpi expects an integer, got '%1'").arg(text ? *text : QString()));
+            options.figure.dpi = dpi;
         } else if (argument == QStringLiteral("--devices")) {
             const auto text = value("--devices");
             if (!text || text->isEmpty()) return fail(QStringLiteral("--devices expects cpu, cpu:N or cuda:0,..."));
@@ -90,6 +113,10 @@ std::optional<ScriptOptions> parse_script_options(const QStringList& arguments, 
     }
     if (!options.screenshot.isEmpty() && options.path.isEmpty())
         return fail(QStringLiteral("--screenshot needs a FILE to open"));
+    if (!options.export_figure.isEmpty() && options.path.isEmpty())
+        return fail(QStringLiteral("--export-figure needs a FILE to open"));
+    if (const QString problem = validate(options.figure); !problem.isEmpty())
+        return fail(QStringLiteral("--figure-size / --dpi: %1").arg(problem));
     if ((options.run || !options.color_by.isEmpty()) && options.path.isEmpty())
         return fail(QStringLiteral("--run and --color-by need a FILE to open"));
     if (!options.screenshot.isEmpty() && !options.screenshot.endsWith(QStringLiteral(".png"), Qt::CaseInsensitive))
@@ -104,7 +131,7 @@ ScriptRunner::ScriptRunner(MainWindow& window, ScriptOptions options, QObject* p
     connect(m_poll, &QTimer::timeout, this, &ScriptRunner::waitForPicture);
 }
 
-bool ScriptRunner::exitsWhenDone() const { return !m_options.screenshot.isEmpty(); }
+bool ScriptRunner::exitsWhenDone() const { return !m_options.screenshot.isEmpty() || !m_options.export_figure.isEmpty(); }
 
 void ScriptRunner::fail(int exit_code, const QString& message) {
     if (m_done) return;
@@ -184,12 +211,31 @@ void ScriptRunner::waitForPicture() {
 }
 
 void ScriptRunner::writePicture() {
+    QString written;
+    if (!m_options.export_figure.isEmpty()) {
+        QString error;
+        QElapsedTimer clock;
+        clock.start();
+        if (!m_window.exportFigure(m_options.export_figure, m_options.figure, &error)) return fail(4, error);
+        written = QStringLiteral("wrote %1 (%2 x %3 in, %4 dpi) in %5 ms")
+                      .arg(m_options.export_figure)
+                      .arg(m_options.figure.width_in)
+                      .arg(m_options.figure.height_in)
+                      .arg(m_options.figure.dpi)
+                      .arg(clock.elapsed());
+        if (m_options.screenshot.isEmpty()) {
+            m_done = true;
+            emit finished(0, written);
+            return;
+        }
+    }
     const QPixmap picture = m_window.grab();
     if (picture.isNull()) return fail(4, QStringLiteral("could not grab the window"));
     const QString path = m_options.screenshot;
     if (!picture.save(path, "PNG")) return fail(4, QStringLiteral("cannot write %1").arg(QFileInfo(path).absoluteFilePath()));
     m_done = true;
-    emit finished(0, QStringLiteral("wrote %1 (%2x%3)").arg(path).arg(picture.width()).arg(picture.height()));
+    const QString shot = QStringLiteral("wrote %1 (%2x%3)").arg(path).arg(picture.width()).arg(picture.height());
+    emit finished(0, written.isEmpty() ? shot : written + QStringLiteral("; ") + shot);
 }
 
 }  // namespace fathom::ui

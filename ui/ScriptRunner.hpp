@@ -1,14 +1,18 @@
 #pragma once
 /// Scripted use of the window (docs and tests):
-/// `fathom FILE [--run] [--color-by KEY|gene:NAME] [--screenshot OUT.png] [--size WxH]`
+/// `fathom FILE [--run] [--color-by KEY|gene:NAME] [--screenshot OUT.png] [--size WxH]
+///  [--export-figure OUT.png|svg|pdf [--figure-size WxHin|mm|cm] [--dpi N]]`
 /// opens FILE, optionally runs the pipeline to the end, applies the colouring, waits
-/// until the plot has every point on screen, writes the window's picture and reports an
-/// exit code (0, or 2 usage / 3 input / 4 compute / 5 device with a message).
+/// until the plot has every point on screen, writes the window's picture and/or the
+/// figure (FigureExport.hpp) and reports an exit code (0, or 2 usage / 3 input /
+/// 4 compute / 5 device with a message).
 #include <QElapsedTimer>
 #include <QObject>
 #include <QSize>
 #include <QString>
 #include <optional>
+
+#include "ui/FigureExport.hpp"
 
 class QTimer;
 
@@ -22,6 +26,8 @@ struct ScriptOptions {
     bool run = false;          ///< run the pipeline after opening
     QString color_by;          ///< obs column or "gene:NAME"; empty = default colouring
     QString screenshot;        ///< PNG to write; empty = stay interactive
+    QString export_figure;     ///< figure to write (.png, .svg, .pdf); empty = none
+    FigureOptions figure;      ///< its size and DPI (--figure-size, --dpi)
     QSize size;                ///< window size; invalid = default
     QString devices;           ///< EngineConfig::devices; empty = default
     bool show_help = false;
@@ -40,7 +46,8 @@ public:
     ScriptRunner(MainWindow& window, ScriptOptions options, QObject* parent = nullptr);
     /// Starts (open first). Call once the window is shown.
     void start();
-    /// Whether the runner exits the application when done (a --screenshot run).
+    /// Whether the runner exits the application when done (a --screenshot or
+    /// --export-figure run).
     bool exitsWhenDone() const;
 
 signals:

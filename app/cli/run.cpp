@@ -12,8 +12,8 @@
 #include <nlohmann/json.hpp>
 
 #include "app/cli/commands.hpp"
-#include "app/cli/export_csv.hpp"
 #include "core/engine/Engine.hpp"
+#include "core/engine/csv_export.hpp"
 #include "core/io/errors.hpp"
 #include "gpu/provider.hpp"
 
@@ -129,7 +129,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
     command->add_flag("--no-matrix", args->no_matrix, "omit X from the output (annotations only)");
     command->add_option("--report", args->report, "write per-step wall time, CPU time and peak RSS as JSON");
     command->add_option("--export-csv", args->export_csv,
-                        "also write Loupe-style CSVs (UMAP, clusters) and the marker table into this folder");
+                        "also write Loupe-style CSVs (UMAP, every categorical obs column) and the marker table into this folder");
     command->callback([&exit_code, args] {
         exit_code = guarded([&] {
             auto& settings = args->settings;
@@ -182,7 +182,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
             }
             if (code == Ok) code = step(engine.run(settings));
             if (code == Ok) code = step(engine.export_h5ad(args->output, !args->no_matrix));
-            if (code == Ok && !args->export_csv.empty()) export_csv(*engine.snapshot(), args->export_csv);
+            if (code == Ok && !args->export_csv.empty()) fathom::export_csv(*engine.snapshot(), args->export_csv);
             std::signal(SIGINT, SIG_DFL);
             std::signal(SIGTERM, SIG_DFL);
             if (code != Ok) return code;

@@ -54,7 +54,7 @@ int main(int argc, char** argv) {
     config.device_provider = fathom::gpu::make_device_provider();
     std::unique_ptr<fathom::ui::MainWindow> window;
     try {
-        window = std::make_unique<fathom::ui::MainWindow>(config, options->screenshot.isEmpty());
+        window = std::make_unique<fathom::ui::MainWindow>(config, options->screenshot.isEmpty() && options->export_figure.isEmpty());
     } catch (const std::exception& failure) {
         std::fprintf(stderr, "fathom: %s\n", failure.what());
         return 2;

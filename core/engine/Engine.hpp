@@ -24,6 +24,7 @@
 namespace fathom {
 
 class DeviceProvider;
+struct CsvExportOptions;  // core/engine/csv_export.hpp
 
 /// Where the shards live and how many. Parsed from "cpu", "cpu:N" or "cuda:0,1,..."
 /// (CUDA devices fall back to CPU shards, with a message, when no device is usable).
@@ -192,6 +193,9 @@ public:
     Pending<GeneValues> gene_set_score(std::vector<std::string> genes, bool subtract_control = false);
     /// Writes the current analysis as h5ad (obs, var, obsm, uns; X optional) atomically.
     JobHandle export_h5ad(std::string path, bool include_matrix);
+    /// Writes Loupe-style CSVs of the current analysis into `folder` (export_csv() in
+    /// core/engine/csv_export.hpp, which defines the options) on the compute queue.
+    JobHandle export_csv(std::string folder, const CsvExportOptions& options);
 
     // ---- selections and user annotations (EngineSelection.cpp) ------------------------
     /// Adds or replaces a user annotation column (see ObsAnnotation) and publishes a new

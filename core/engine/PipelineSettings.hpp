@@ -27,6 +27,7 @@ struct PipelineSettings {
 
     /// Throws std::invalid_argument naming the field ("PipelineSettings::num_pcs must be >= 1").
     void validate() const;
+    friend bool operator==(const PipelineSettings&, const PipelineSettings&) = default;
 };
 
 }  // namespace fathom

@@ -7,6 +7,8 @@
 #include <QProcessEnvironment>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 
 #include "tests/support/paths.hpp"
 #include "ui/ScriptRunner.hpp"
@@ -25,6 +27,25 @@ TEST(ScriptOptions, ParsesTheDocumentedFlags) {
     EXPECT_EQ(options->color_by, QStringLiteral("gene:CD3E"));
     EXPECT_EQ(options->screenshot, QStringLiteral("out.png"));
     EXPECT_EQ(options->size, QSize(1400, 900));
+}
+
+TEST(ScriptOptions, ParsesTheFigureExportFlags) {
+    QString error;
+    const auto options = parse_script_options({"data.h5ad", "--export-figure", "fig.pdf", "--figure-size", "180x120mm",
+                                               "--dpi", "600"},
+                                              &error);
+    ASSERT_TRUE(options) << error.toStdString();
+    EXPECT_EQ(options->export_figure, QStringLiteral("fig.pdf"));
+    EXPECT_NEAR(options->figure.width_in, 180.0 / 25.4, 1e-12);
+    EXPECT_NEAR(options->figure.height_in, 120.0 / 25.4, 1e-12);
+    EXPECT_EQ(options->figure.dpi, 600);
+    EXPECT_FALSE(parse_script_options({"data.h5ad", "--export-figure", "fig.gif"}, &error));
+    EXPECT_TRUE(error.contains(QStringLiteral("fig.gif")));
+    EXPECT_FALSE(parse_script_options({"data.h5ad", "--export-figure", "f.png", "--figure-size", "6x4"}, &error));
+    EXPECT_TRUE(error.contains(QStringLiteral("--figure-size")));
+    EXPECT_FALSE(parse_script_options({"data.h5ad", "--export-figure", "f.png", "--dpi", "5"}, &error));
+    EXPECT_TRUE(error.contains(QStringLiteral("FigureOptions::dpi")));
+    EXPECT_FALSE(parse_script_options({"--export-figure", "f.png"}, &error));
 }
 
 TEST(ScriptOptions, RejectsBadInputWithAMessage) {
@@ -97,6 +118,38 @@ TEST(FathomExecutable, ScreenshotOfAnOpenedDatasetColouredByAStoredCategory) {
     // uns['louvain_colors'] (zeileis) is honoured: its first colour, #023fa5, is on screen.
     EXPECT_GT(fathom::test::count_pixels(image, Rgba8{0x02, 0x3f, 0xa5, 255}), 50);
     EXPECT_GT(fathom::test::count_distinct_colors(image), 20);
+}
+
+TEST(FathomExecutable, ExportFigureWritesTheRequestedSizeAndVectorText) {
+    FATHOM_REQUIRE_GL();
+    const auto input = fathom::test::shared_data("scanpy_pbmc68k_reduced/10x_pbmc68k_reduced.h5ad");
+    FATHOM_REQUIRE_PATH(input);
+    const auto folder = fathom::test::temp_dir("ui-figure");
+    const auto png = folder / "louvain.png";
+    ProcessRun run = run_fathom({QString::fromStdString(input.string()), QStringLiteral("--color-by"), QStringLiteral("louvain"),
+                                 QStringLiteral("--export-figure"), QString::fromStdString(png.string()),
+                                 QStringLiteral("--figure-size"), QStringLiteral("80x60mm"), QStringLiteral("--dpi"),
+                                 QStringLiteral("254")},
+                                QProcessEnvironment::systemEnvironment());
+    ASSERT_EQ(run.exit_code, 0) << run.output.toStdString();
+    const QImage image(QString::fromStdString(png.string()));
+    ASSERT_FALSE(image.isNull());
+    EXPECT_EQ(image.size(), QSize(800, 600));  // 80 mm at 254 dpi = 800 px
+    EXPECT_EQ(image.dotsPerMeterX(), 10000);   // 254 dpi = 10,000 px per metre
+    EXPECT_GT(fathom::test::count_pixels(image, Rgba8{0x02, 0x3f, 0xa5, 255}), 20);  // uns['louvain_colors'][0]
+
+    if (std::system("command -v pdftotext >/dev/null 2>&1") != 0) return;
+    const auto pdf = folder / "louvain.pdf";
+    run = run_fathom({QString::fromStdString(input.string()), QStringLiteral("--color-by"), QStringLiteral("louvain"),
+                      QStringLiteral("--export-figure"), QString::fromStdString(pdf.string())},
+                     QProcessEnvironment::systemEnvironment());
+    ASSERT_EQ(run.exit_code, 0) << run.output.toStdString();
+    const auto text = fathom::test::temp_dir("ui-figure-text") / "louvain.txt";
+    ASSERT_EQ(std::system(("pdftotext '" + pdf.string() + "' '" + text.string() + "'").c_str()), 0);
+    std::ifstream stream(text);
+    const std::string content((std::istreambuf_iterator<char>(stream)), std::istreambuf_iterator<char>());
+    for (const char* expected : {"louvain", "UMAP1", "UMAP2"})
+        EXPECT_NE(content.find(expected), std::string::npos) << expected << " not in:\n" << content;
 }
 
 TEST(FathomExecutable, ScreenshotFailuresExitNonZeroWithAMessage) {
