@@ -33,9 +33,15 @@ void export_csv(const AnalysisSnapshot& snapshot, const std::string& folder) {
     if (auto it = snapshot.obsm.find("X_umap"); it != snapshot.obsm.end()) {
         const auto& umap = *it->second;
         write_atomically(std::filesystem::path(folder) / "umap.csv", [&](std::ostream& out) {
-            out << "Barcode,UMAP-1,UMAP-2\n";
-            for (std::int64_t cell = 0; cell < umap.rows(); ++cell)
-                out << barcodes[static_cast<std::size_t>(cell)] << "," << umap(cell, 0) << "," << umap(cell, 1) << "\n";
+            // Loupe's two columns, one more per extra dimension (n_components = 3).
+            out << "Barcode";
+            for (std::int64_t column = 0; column < umap.cols(); ++column) out << ",UMAP-" << column + 1;
+            out << "\n";
+            for (std::int64_t cell = 0; cell < umap.rows(); ++cell) {
+                out << barcodes[static_cast<std::size_t>(cell)];
+                for (std::int64_t column = 0; column < umap.cols(); ++column) out << "," << umap(cell, column);
+                out << "\n";
+            }
         });
     }
     if (const Column* leiden = snapshot.obs->find("leiden")) {
