@@ -370,6 +370,7 @@ void PlotView::setCellMask(std::vector<std::uint8_t> mask) {
 }
 
 std::int64_t PlotView::visiblePoints() const { return d->visible_count; }
+const std::vector<PointAttribute>& PlotView::pointAttributes() const { return d->attributes; }
 
 void PlotView::rebuildAttributes() {
     d->attributes.resize(static_cast<std::size_t>(d->num_points));
@@ -392,6 +393,7 @@ void PlotView::rebuildAttributes() {
         emit hoveredCellChanged(-1);
     }
     markSceneDirty(true);
+    emit attributesChanged();
 }
 
 // ---- draw order -----------------------------------------------------------------------
