@@ -7,6 +7,7 @@
 
 #include <QApplication>
 #include <QMouseEvent>
+#include <QOpenGLContext>
 #include <QTest>
 #include <algorithm>
 #include <cmath>
@@ -182,6 +183,33 @@ TEST_F(Embedding3DViewTest, TrackballDragRotatesTheCameraAndChangesTheFrame) {
     QTest::keyClick(view.get(), Qt::Key_R);
     const QImage reset = view->grabFramebuffer();
     EXPECT_LT(count_changed(before, reset), 50);
+}
+
+TEST_F(Embedding3DViewTest, MovingToAnotherWindowRecreatesTheContext) {
+    // A floating dock re-docked (or any reparenting to another top-level) gives the
+    // widget a new GL context: VTK releases its resources and starts over on the new one.
+    const Clusters clusters = make_clusters(1000);
+    view->setPositions(clusters.xyz);
+    ASSERT_TRUE(view->setAttributes(categorical(clusters)));
+    EXPECT_GT(count_pixels(view->grabFramebuffer(), k_red), 50);
+    bool old_context_gone = false;
+    ASSERT_NE(view->context(), nullptr);
+    QObject::connect(view->context(), &QObject::destroyed, [&] { old_context_gone = true; });
+    QWidget host;
+    host.resize(360, 360);
+    view->setParent(&host);
+    view->move(20, 20);
+    host.show();
+    view->show();
+    ASSERT_TRUE(QTest::qWaitForWindowExposed(&host));
+    const QImage image = view->grabFramebuffer();
+    EXPECT_TRUE(old_context_gone) << "reparenting kept the context; the test does not cover a new one";
+    EXPECT_GT(count_pixels(image, k_red), 50);
+    EXPECT_GT(count_pixels(image, k_blue), 50);
+    view->setParent(nullptr);  // back to a window of its own before `host` goes
+    view->show();
+    ASSERT_TRUE(QTest::qWaitForWindowExposed(view.get()));
+    EXPECT_GT(count_pixels(view->grabFramebuffer(), k_blue), 50);
 }
 
 TEST_F(Embedding3DViewTest, NewPositionsForTheSameCellsKeepTheColours) {
