@@ -249,7 +249,7 @@ void Embedding3DView::syncScene() {
         d->cloud->GetPointData()->SetScalars(rgb);
         d->colors_dirty = false;
     }
-    d->cloud->Modified();
+    // (Only new arrays mark the poly data modified: a camera-only frame re-uploads nothing.)
     if (d->fit_pending && d->num_points > 0) {
         // Fit on every cell, hidden ones included, so that filtering does not move the camera.
         double bounds[6];
