@@ -228,6 +228,11 @@ TEST_F(Embedding3DViewTest, NewPositionsForTheSameCellsKeepTheColours) {
     const QImage reset = view->grabFramebuffer();
     EXPECT_EQ(count_pixels(reset, k_red) + count_pixels(reset, k_blue), 0);
     EXPECT_GT(count_pixels_not(reset, k_background), 50);
+    // No cells (no embedding yet): an empty frame, no failure.
+    view->setPositions({});
+    EXPECT_EQ(view->numPoints(), 0);
+    const QImage empty = view->grabFramebuffer();
+    EXPECT_EQ(count_pixels_not(empty, k_background), 0);
 }
 
 }  // namespace
