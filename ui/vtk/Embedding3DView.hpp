@@ -40,7 +40,7 @@ public:
     /// Colours and visibility of every cell, as PlotView::pointAttributes() holds them
     /// (alpha 0 = hidden). Ignored, returning false, when the count differs from numPoints().
     bool setAttributes(std::span<const PointAttribute> attributes);
-    /// Name of what is shown (e.g. "X_umap"); shown nowhere, kept for the window title.
+    /// Name of what is shown (e.g. "X_umap"); the dock puts it in its title.
     void setSourceName(const QString& name);
     QString sourceName() const;
     std::int64_t numPoints() const;
