@@ -46,6 +46,9 @@
 #include "ui/SelectionController.hpp"
 #include "ui/SelectionWorkflow.hpp"
 #include "ui/MarkersPanel.hpp"
+#ifdef FATHOM_HAS_VTK
+#include "ui/vtk/Embedding3DDock.hpp"
+#endif
 
 namespace fathom::ui {
 
@@ -122,6 +125,9 @@ struct MainWindow::Private {
     QSlider* opacity_slider = nullptr;
     QComboBox* theme_combo = nullptr;
     QMenu* recent_menu = nullptr;
+#ifdef FATHOM_HAS_VTK
+    Embedding3DDock* view3d = nullptr;  // View > 3-D view
+#endif
     QTimer* frame_timer = nullptr;
     QElapsedTimer frame_label_clock;
     bool busy = false;
@@ -266,6 +272,14 @@ void MainWindow::buildMenus() {
     overlay->setCheckable(true);
     overlay->setChecked(true);
     connect(overlay, &QAction::toggled, d->plot, &PlotView::setOverlayVisible);
+#ifdef FATHOM_HAS_VTK
+    QAction* view3d = d->view3d->toggleViewAction();
+    view3d->setText(tr("&3-D view"));
+    view3d->setShortcut(Qt::CTRL | Qt::Key_3);
+    view->addAction(view3d);
+#else
+    view->addAction(tr("3-D view (built without VTK)"))->setEnabled(false);
+#endif
     QMenu* analysis = menuBar()->addMenu(tr("&Analysis"));
     QAction* run = analysis->addAction(tr("&Run pipeline"));
     run->setShortcut(Qt::CTRL | Qt::Key_R);
@@ -422,6 +436,13 @@ void MainWindow::buildDocks() {
     markers->setWidget(d->selection->markersPanel());
     markers->setFeatures(QDockWidget::DockWidgetMovable | QDockWidget::DockWidgetFloatable | QDockWidget::DockWidgetClosable);
     addDockWidget(Qt::RightDockWidgetArea, markers);
+#ifdef FATHOM_HAS_VTK
+    d->view3d = new Embedding3DDock(d->plot, this);
+    d->view3d->setFeatures(QDockWidget::DockWidgetClosable | QDockWidget::DockWidgetMovable |
+                           QDockWidget::DockWidgetFloatable);
+    addDockWidget(Qt::RightDockWidgetArea, d->view3d);
+    d->view3d->hide();
+#endif
 }
 
 // ---- accessors ----------------------------------------------------------------------
@@ -620,6 +641,9 @@ void MainWindow::pollEmbeddingFrame() {
     // Positions only: PlotView re-uploads them in batches and keeps the colouring.
     d->plot->setPositions(coordinates.data(), coordinates.rows(), coordinates.cols(),
                           same_cells ? PlotView::FitPolicy::FitUnlessUserMoved : PlotView::FitPolicy::Fit);
+#ifdef FATHOM_HAS_VTK
+    d->view3d->setFrame(coordinates);
+#endif
     if (!same_cells && d->snapshot->obs && d->snapshot->obs->num_rows() == coordinates.rows() && !d->color_key.isEmpty())
         colorBy(d->color_key);
     d->status_label->setText(tr("UMAP epoch %1 / %2").arg(frame->epoch).arg(frame->total_epochs));
@@ -666,6 +690,9 @@ void MainWindow::applySnapshot(bool after_pipeline) {
     d->embedding_combo->setCurrentText(key);
     d->updating_controls = false;
     refreshColorChoices();
+#ifdef FATHOM_HAS_VTK
+    d->view3d->setSnapshot(snapshot);
+#endif
     if (key.isEmpty()) {
         d->embedding_key.clear();
         d->plot->setPositions(std::vector<float>{});

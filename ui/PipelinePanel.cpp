@@ -58,6 +58,8 @@ const std::vector<FieldSpec>& field_table() {
         {"spread", "spread", &PipelineSettings::spread, 0.01, 10.0, 0.1, 3, {}, "UMAP spread"},
         {"n_epochs", "n_epochs", &PipelineSettings::umap_epochs, 0, 10000, 50, 0, {},
          "UMAP epochs (0 = scanpy's default: 500 up to 10,000 cells, else 200)"},
+        {"n_components", "n_components", &PipelineSettings::umap_components, 2, 3, 1, 0, {},
+         "UMAP dimensions: 2, or 3 for the 3-D view (View > 3-D view)"},
         {"run_leiden", "Leiden", &PipelineSettings::run_leiden, 0, 0, 1, 0, {}, "sc.tl.leiden"},
         {"resolution", "resolution", &PipelineSettings::resolution, 0.01, 50.0, 0.1, 2, {}, "Leiden resolution"},
         {"markers", "markers", &PipelineSettings::markers, 0, 0, 1, 0,

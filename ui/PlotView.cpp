@@ -404,6 +404,7 @@ void PlotView::setMaskStyle(MaskStyle style) {
 PlotView::MaskStyle PlotView::maskStyle() const { return d->mask_style; }
 
 std::int64_t PlotView::visiblePoints() const { return d->visible_count; }
+const std::vector<PointAttribute>& PlotView::pointAttributes() const { return d->attributes; }
 
 void PlotView::rebuildAttributes() {
     d->attributes.resize(static_cast<std::size_t>(d->num_points));
@@ -431,6 +432,7 @@ void PlotView::rebuildAttributes() {
         emit hoveredCellChanged(-1);
     }
     markSceneDirty(true);
+    emit attributesChanged();
 }
 
 // ---- selection -------------------------------------------------------------------------

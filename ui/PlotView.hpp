@@ -120,6 +120,9 @@ public:
     MaskStyle maskStyle() const;
     /// Cells drawn (not hidden by category or mask).
     std::int64_t visiblePoints() const;
+    /// Per-cell colour and scaled value as drawn (alpha 0 = hidden by category or mask),
+    /// one per point; the 3-D view shows the same colouring from these.
+    const std::vector<PointAttribute>& pointAttributes() const;
 
     // ---- selection ------------------------------------------------------------------
     void setTool(Tool tool);
@@ -209,6 +212,8 @@ signals:
     void hoveredCellChanged(qint64 cell);
     /// A legend toggle changed a category's visibility.
     void categoryVisibilityChanged(int category, bool visible);
+    /// The per-cell attributes changed (colouring, range, legend toggle or mask).
+    void attributesChanged();
     /// The colour range changed (overlay control or setValueRange).
     void valueRangeChanged(float low, float high);
     /// Pan, zoom or reset.

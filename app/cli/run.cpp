@@ -122,6 +122,9 @@ void add_run_command(CLI::App& app, int& exit_code) {
         ->default_str("0");
     command->add_option("--neighbors", args->neighbors, "compute the kNN graph with this many neighbours (e.g. 15)");
     command->add_flag("--umap", args->umap, "compute UMAP (needs --neighbors)");
+    command->add_option("--umap-components", args->settings.umap_components,
+                        "UMAP dimensions (n_components; 3 for the explorer's 3-D view)")
+        ->default_str(std::to_string(defaults.umap_components));
     command->add_option("--leiden", args->leiden, "Leiden clustering at this resolution (needs --neighbors)");
     command->add_option("--markers", args->markers, "marker genes per Leiden cluster: t-test or wilcoxon")
         ->check(CLI::IsMember({"t-test", "wilcoxon"}));
@@ -130,7 +133,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
     command->add_option("--report", args->report, "write per-step wall time, CPU time and peak RSS as JSON");
     command->add_option("--export-csv", args->export_csv,
                         "also write Loupe-style CSVs (UMAP, every categorical obs column) and the marker table into this folder");
-    command->callback([&exit_code, args] {
+    command->callback([&exit_code, args, command] {
         exit_code = guarded([&] {
             auto& settings = args->settings;
             settings.run_neighbors = args->neighbors.has_value();
@@ -139,6 +142,8 @@ void add_run_command(CLI::App& app, int& exit_code) {
             settings.run_leiden = args->leiden.has_value();
             if (args->leiden) settings.resolution = *args->leiden;
             settings.markers = args->markers;
+            if (command->count("--umap-components") > 0 && !settings.run_umap)
+                throw std::invalid_argument("--umap-components needs --umap");
             if ((settings.run_umap || settings.run_leiden) && !settings.run_neighbors)
                 throw std::invalid_argument("--umap and --leiden need --neighbors K");
             if (!settings.markers.empty() && !settings.run_leiden)

@@ -27,6 +27,8 @@ void PipelineSettings::validate() const {
     if (!(spread > 0.0)) fail("spread", "must be > 0");
     if (min_dist > spread) fail("min_dist", "must be <= spread");
     if (umap_epochs < 0) fail("umap_epochs", "must be >= 0 (0 = default)");
+    if (umap_components < 1 || umap_components > 8)
+        fail("umap_components", "must be in [1, 8] (got " + std::to_string(umap_components) + ")");
     if (!(resolution > 0.0)) fail("resolution", "must be > 0");
     if (!markers.empty() && markers != "t-test" && markers != "wilcoxon")
         fail("markers", "must be t-test, wilcoxon or empty (got '" + markers + "')");

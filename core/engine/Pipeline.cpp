@@ -277,6 +277,7 @@ void run_umap(Engine::State& state, const PipelineSettings& settings, JobContext
     options.min_dist = settings.min_dist;
     options.spread = settings.spread;
     options.num_epochs = settings.umap_epochs;
+    options.num_components = settings.umap_components;
     options.seed = settings.seed;
     // Intermediate embeddings go to the plot while the SGD runs.
     int total_epochs = 0;
@@ -367,8 +368,8 @@ void run_pipeline(Engine::State& state, const PipelineSettings& settings, JobCon
     const std::string scale_key = key_of(hvg_key, "scale");
     const std::string pca_key = key_of(scale_key, join_key(settings.num_pcs));
     const std::string neighbors_key = key_of(pca_key, join_key(settings.num_neighbors, settings.seed));
-    const std::string umap_key =
-        key_of(neighbors_key, join_key(settings.min_dist, settings.spread, settings.umap_epochs, settings.seed));
+    const std::string umap_key = key_of(neighbors_key, join_key(settings.min_dist, settings.spread, settings.umap_epochs,
+                                                                settings.umap_components, settings.seed));
     const std::string leiden_key = key_of(neighbors_key, join_key(settings.resolution, settings.seed));
 
     bool changed = false;

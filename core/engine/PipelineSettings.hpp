@@ -19,6 +19,7 @@ struct PipelineSettings {
     double min_dist = 0.5;
     double spread = 1.0;
     int umap_epochs = 0;             ///< 0 = scanpy's default (500 up to 10k cells, else 200)
+    int umap_components = 2;         ///< n_components of obsm['X_umap'], in [1, 8] (3 for the 3-D view)
     bool run_leiden = true;
     double resolution = 1.0;
     std::string markers = "t-test";  ///< "t-test", "wilcoxon" or "" (skip)

@@ -66,7 +66,8 @@ std::vector<std::string> export_csv(const AnalysisSnapshot& snapshot, const std:
         std::string stem = axis;
         std::transform(stem.begin(), stem.end(), stem.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
         written.push_back(path_of(stem));
-        io::write_projection_csv(written.back(), barcodes, *it->second, axis);
+        // UMAP keeps every dimension (n_components = 3 gives UMAP-3); PCA only its first two.
+        io::write_projection_csv(written.back(), barcodes, *it->second, axis, key == "X_umap" ? it->second->cols() : 2);
     }
     for (const auto& [key, column] : categories) {
         written.push_back(path_of(key));

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include "core/io/csv_writer.hpp"
 
 #include <array>
@@ -67,19 +68,20 @@ void write_csv(const std::string& path, const std::vector<std::string>& header, 
 }
 
 void write_projection_csv(const std::string& path, const std::vector<std::string>& barcodes,
-                          const DenseMatrix<float>& coordinates, const std::string& axis) {
+                          const DenseMatrix<float>& coordinates, const std::string& axis, std::int64_t num_columns) {
     if (coordinates.rows() != static_cast<std::int64_t>(barcodes.size()))
         throw std::invalid_argument(path + ": the projection has " + std::to_string(coordinates.rows()) +
                                     " rows for " + std::to_string(barcodes.size()) + " barcodes");
     if (coordinates.cols() < 2)
         throw std::invalid_argument(path + ": the projection has " + std::to_string(coordinates.cols()) +
                                     " column(s); two are needed");
-    write_csv(path, {"Barcode", axis + "-1", axis + "-2"}, coordinates.rows(),
-              [&](std::int64_t cell, std::vector<std::string>& fields) {
-                  fields.push_back(barcodes[static_cast<std::size_t>(cell)]);
-                  fields.push_back(csv_number(coordinates(cell, 0)));
-                  fields.push_back(csv_number(coordinates(cell, 1)));
-              });
+    const std::int64_t columns = std::clamp<std::int64_t>(num_columns, 2, coordinates.cols());
+    std::vector<std::string> header{"Barcode"};
+    for (std::int64_t column = 0; column < columns; ++column) header.push_back(axis + "-" + std::to_string(column + 1));
+    write_csv(path, header, coordinates.rows(), [&](std::int64_t cell, std::vector<std::string>& fields) {
+        fields.push_back(barcodes[static_cast<std::size_t>(cell)]);
+        for (std::int64_t column = 0; column < columns; ++column) fields.push_back(csv_number(coordinates(cell, column)));
+    });
 }
 
 void write_category_csv(const std::string& path, const std::vector<std::string>& barcodes, const std::string& name,

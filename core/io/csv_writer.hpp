@@ -27,12 +27,14 @@ std::string csv_number(double value);
 void write_csv(const std::string& path, const std::vector<std::string>& header, std::int64_t num_rows,
                const std::function<void(std::int64_t row, std::vector<std::string>& fields)>& fill_row);
 
-/// Loupe Browser projection: `Barcode,<axis>-1,<axis>-2` (axis e.g. "UMAP"), one row per
-/// cell with the first two columns of `coordinates` (cells x >= 2).
+/// Loupe Browser projection: `Barcode,<axis>-1,<axis>-2[,...]` (axis e.g. "UMAP"), one row
+/// per cell with the first `num_columns` columns of `coordinates` (cells x >= 2; clamped
+/// to [2, cols]: Loupe reads two, a 3-D UMAP keeps its third).
 /// Throws std::invalid_argument when the rows differ from the barcodes or there are
 /// fewer than two columns.
 void write_projection_csv(const std::string& path, const std::vector<std::string>& barcodes,
-                          const DenseMatrix<float>& coordinates, const std::string& axis);
+                          const DenseMatrix<float>& coordinates, const std::string& axis,
+                          std::int64_t num_columns = 2);
 
 /// Loupe Browser categories: `Barcode,<name>`, one row per cell with its category
 /// (missing codes, -1, as an empty field). Throws std::invalid_argument when the codes

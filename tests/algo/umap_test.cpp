@@ -5,6 +5,8 @@
 #include <tbb/global_control.h>
 
 #include <Eigen/Dense>
+#include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -83,6 +85,43 @@ TEST(Spectral, KrylovSchurMatchesDenseEigenvectors) {
         const double cosine = std::fabs(ours.normalized().dot(solver.eigenvectors().col(column + 1)));
         EXPECT_GT(cosine, 0.999) << "eigenvector " << column + 1;
     }
+}
+
+TEST(Spectral, ThreeComponentsSpanTheNextThreeEigenvectors) {
+    // Four clusters: eigenvalues 2..4 are small and apart from the bulk, but may be
+    // close to each other, so the check is on the subspace, not on single vectors.
+    const auto points = mixture(800, 10, 4, 13, 1.5f);
+    const auto graph = graph_of(points);
+    JobContext ctx;
+    SpectralOptions options;
+    options.num_components = 3;
+    options.tolerance = 1e-8;
+    const auto layout = spectral_layout(graph, {}, options, ctx);
+    ASSERT_EQ(layout.num_graph_components, 1);
+    ASSERT_EQ(layout.coordinates.cols(), 3);
+    EXPECT_TRUE(layout.converged);
+    const auto n = graph.num_cells;
+    Eigen::MatrixXd adjacency = Eigen::MatrixXd::Zero(n, n);
+    for (std::int64_t row = 0; row < n; ++row)
+        for (std::size_t entry = 0; entry < graph.row_indices(row).size(); ++entry)
+            adjacency(row, graph.row_indices(row)[entry]) = graph.row_values(row)[entry];
+    const Eigen::VectorXd scale = adjacency.rowwise().sum().cwiseSqrt().cwiseInverse();
+    const Eigen::MatrixXd laplacian =
+        Eigen::MatrixXd::Identity(n, n) - scale.asDiagonal() * adjacency * scale.asDiagonal();
+    Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> solver(laplacian);
+    const Eigen::MatrixXd basis = solver.eigenvectors().middleCols(1, 3);
+    Eigen::MatrixXd ours(n, 3);
+    for (std::int64_t cell = 0; cell < n; ++cell)
+        for (int column = 0; column < 3; ++column) ours(cell, column) = layout.coordinates(cell, column);
+    for (int column = 0; column < 3; ++column) {
+        const Eigen::VectorXd vector = ours.col(column).normalized();
+        // Length of the projection onto span(eigenvectors 2..4): 1 when inside it.
+        EXPECT_GT((basis.transpose() * vector).norm(), 0.999) << "column " << column;
+    }
+    // The three columns are distinct directions (not one eigenvector repeated).
+    const Eigen::MatrixXd gram = ours.colwise().normalized().transpose() * ours.colwise().normalized();
+    for (int a = 0; a < 3; ++a)
+        for (int b = a + 1; b < 3; ++b) EXPECT_LT(std::fabs(gram(a, b)), 0.01) << a << "," << b;
 }
 
 TEST(Spectral, DisconnectedComponentsArePlacedApart) {
@@ -222,6 +261,51 @@ TEST_P(ScanpyUmap, TrustworthinessAtLeastScanpys) {
                 static_cast<long long>(result.num_edges), result.num_graph_components, ours, theirs, seconds);
     EXPECT_GE(ours, theirs - 0.01);
 }
+
+// n_components = 3 (the 3-D view): the spectral init and the SGD run in three dimensions,
+// and the layout keeps neighbourhoods at least as well as the 2-D one of the same graph.
+class ThreeDimensionalUmap : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(ThreeDimensionalUmap, TrustworthinessCloseToTwoDimensions) {
+    const auto folder = test::shared_reference(GetParam());
+    FATHOM_REQUIRE_PATH(folder / "X_pca.npy");
+    const auto points = read_matrix(folder / "X_pca.npy");
+    JobContext ctx;
+    const auto graph = neighbors(points, NeighborsOptions{}, ctx).connectivities;
+    UmapOptions options;
+    options.parallelism = UmapParallelism::Deterministic;
+    const auto flat = umap(graph, points, options, ctx);
+    options.num_components = 3;
+    const auto solid = umap(graph, points, options, ctx);
+    ASSERT_EQ(solid.embedding.rows(), points.rows());
+    ASSERT_EQ(solid.embedding.cols(), 3);
+    ASSERT_TRUE(all_finite(solid.embedding));
+    EXPECT_EQ(solid.init_used, UmapInit::Spectral);
+    EXPECT_TRUE(solid.spectral_converged);
+    // Every axis carries the layout: its spread is comparable to the others'.
+    std::array<double, 3> spread{};
+    for (int column = 0; column < 3; ++column) {
+        double sum = 0.0, sum_squares = 0.0;
+        for (std::int64_t cell = 0; cell < points.rows(); ++cell) {
+            const double value = solid.embedding(cell, column);
+            sum += value;
+            sum_squares += value * value;
+        }
+        const double mean = sum / static_cast<double>(points.rows());
+        spread[static_cast<std::size_t>(column)] = std::sqrt(sum_squares / static_cast<double>(points.rows()) - mean * mean);
+    }
+    const auto [low, high] = std::minmax_element(spread.begin(), spread.end());
+    EXPECT_GT(*low, 0.2 * *high) << "axis spreads " << spread[0] << " " << spread[1] << " " << spread[2];
+    const double trust_2d = test::trustworthiness(points, flat.embedding, 15);
+    const double trust_3d = test::trustworthiness(points, solid.embedding, 15);
+    std::printf("[umap] %s: n=%lld trustworthiness 2-D %.4f, 3-D %.4f\n", GetParam(),
+                static_cast<long long>(points.rows()), trust_2d, trust_3d);
+    EXPECT_GE(trust_3d, trust_2d - 0.01);
+}
+
+INSTANTIATE_TEST_SUITE_P(References, ThreeDimensionalUmap,
+                         ::testing::Values("scanpy_pbmc68k_reduced_norecipe", "yeast_844cells", "scanpy_10x_v3_chr21"),
+                         [](const auto& info) { return std::string(info.param); });
 
 INSTANTIATE_TEST_SUITE_P(References, ScanpyUmap,
                          ::testing::Values("scanpy_10x_v3_chr21", "scanpy_10x_v3_chr21_mtx", "scanpy_neurons10k_1000genes",

@@ -1,6 +1,7 @@
 // fathom-cli run: outputs read back by anndata, exit codes, Ctrl-C.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
@@ -115,6 +116,36 @@ print('ok')
     EXPECT_EQ(check.exit_code, 0) << check.output;
 }
 
+TEST(CliRun, UmapComponentsThreeWritesAThreeColumnXUmap) {
+    const auto folder = test::temp_dir("cli-run-umap3");
+    const auto out = (folder / "result3d.h5ad").string();
+    const auto csv = (folder / "csv").string();
+    const auto result = run_command(cli + " run " + shell_quote(synthetic_input(1500)) +
+                                    " --recipe zheng17 --n-top-genes 300 --n-pcs 20 --neighbors 15 --umap"
+                                    " --umap-components 3 --out " + shell_quote(out) + " --export-csv " +
+                                    shell_quote(csv) + " 2>&1");
+    ASSERT_EQ(result.exit_code, 0) << result.output;
+    std::ifstream umap_csv(csv + "/umap.csv");
+    std::string header, first_row;
+    std::getline(umap_csv, header);
+    std::getline(umap_csv, first_row);
+    EXPECT_EQ(header, "Barcode,UMAP-1,UMAP-2,UMAP-3");
+    EXPECT_EQ(std::count(first_row.begin(), first_row.end(), ','), 3) << first_row;
+
+    FATHOM_REQUIRE_PYTHON("anndata", "numpy");
+    const auto check = test::run_python(R"(
+import sys, anndata, numpy as np
+a = anndata.read_h5ad(sys.argv[1])
+u = np.asarray(a.obsm['X_umap'])
+assert u.shape == (1500, 3), u.shape
+assert np.all(np.isfinite(u))
+# every axis is used (the spectral init and the SGD move all three coordinates)
+assert np.all(u.std(axis=0) > 0.5), u.std(axis=0)
+print('ok')
+)", {out});
+    EXPECT_EQ(check.exit_code, 0) << check.output;
+}
+
 TEST(CliRun, BadInputAndBadOptionsGiveTheDocumentedExitCodes) {
     const auto folder = test::temp_dir("cli-run-bad");
     const auto out = (folder / "x.h5ad").string();
@@ -135,6 +166,16 @@ TEST(CliRun, BadInputAndBadOptionsGiveTheDocumentedExitCodes) {
     result = run_command(cli + " run " + shell_quote(synthetic_input(1500)) + " --umap --out " + shell_quote(out) + " 2>&1");
     EXPECT_EQ(result.exit_code, 2) << result.output;
     EXPECT_NE(result.output.find("--neighbors"), std::string::npos) << result.output;
+
+    result = run_command(cli + " run " + shell_quote(synthetic_input(1500)) +
+                         " --neighbors 15 --umap --umap-components 9 --out " + shell_quote(out) + " 2>&1");
+    EXPECT_EQ(result.exit_code, 2) << result.output;
+    EXPECT_NE(result.output.find("umap_components"), std::string::npos) << result.output;
+
+    result = run_command(cli + " run " + shell_quote(synthetic_input(1500)) + " --umap-components 3 --out " +
+                         shell_quote(out) + " 2>&1");
+    EXPECT_EQ(result.exit_code, 2) << result.output;
+    EXPECT_NE(result.output.find("--umap-components needs --umap"), std::string::npos) << result.output;
 
     result = run_command(cli + " run " + shell_quote(synthetic_input(1500)) + " --devices cpu:0 --out " +
                          shell_quote(out) + " 2>&1");

@@ -368,6 +368,37 @@ TEST(Engine, UnreadableInputFailsWithTheFileNamed) {
     EXPECT_EQ(run.state, JobState::Failed);
 }
 
+TEST(Engine, UmapComponentsRerunsOnlyUmapAndPublishesAThreeColumnXUmap) {
+    Engine engine;
+    ASSERT_EQ(finish(engine.open(dataset_path())).state, JobState::Succeeded);
+    PipelineSettings settings = small_settings();
+    settings.run_umap = true;
+    settings.umap_epochs = 50;
+    const auto flat = finish(engine.run(settings));
+    ASSERT_EQ(flat.state, JobState::Succeeded) << flat.message;
+    EXPECT_EQ(engine.snapshot()->obsm.at("X_umap")->cols(), 2);
+    settings.umap_components = 3;
+    const auto solid = finish(engine.run(settings));
+    ASSERT_EQ(solid.state, JobState::Succeeded) << solid.message;
+    EXPECT_EQ(steps_of(solid), (std::vector<std::string>{"umap"}));
+    const auto umap = engine.snapshot()->obsm.at("X_umap");
+    ASSERT_EQ(umap->cols(), 3);
+    EXPECT_EQ(umap->rows(), dataset_options().num_cells);
+    // The published frame (what the GUI animates) has the same three columns.
+    const auto frame = engine.embedding_frame();
+    ASSERT_NE(frame, nullptr);
+    EXPECT_EQ(frame->coordinates.cols(), 3);
+    for (const float value : umap->values()) ASSERT_TRUE(std::isfinite(value));
+
+    settings.umap_components = 0;
+    try {
+        settings.validate();
+        FAIL() << "expected std::invalid_argument";
+    } catch (const std::invalid_argument& error) {
+        EXPECT_NE(std::string(error.what()).find("PipelineSettings::umap_components"), std::string::npos);
+    }
+}
+
 TEST(Engine, InvalidSettingsAreRejectedNamingTheField) {
     PipelineSettings settings;
     settings.num_pcs = 0;

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <QAction>
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleSpinBox>
@@ -24,6 +25,10 @@
 #include "ui/JobWatcher.hpp"
 #include "ui/PipelinePanel.hpp"
 #include "ui/PlotView.hpp"
+#ifdef FATHOM_HAS_VTK
+#include "ui/vtk/Embedding3DDock.hpp"
+#include "ui/vtk/Embedding3DView.hpp"
+#endif
 #include "ui_test_support.hpp"
 
 namespace fathom::ui {
@@ -262,6 +267,73 @@ TEST(MainWindow, EndToEndOpenRunColourByLeidenAndByAGene) {
     EXPECT_GT(viridis_pixels, 5000);
     EXPECT_FALSE(window.colorBy(QStringLiteral("no_such_column")));
 }
+
+#ifdef FATHOM_HAS_VTK
+// UMAP with n_components = 3 through the window: View > 3-D view shows X_umap coloured
+// and filtered as the 2-D plot, and follows the plot's colouring changes.
+TEST(MainWindow, ThreeDimensionalUmapInTheThreeDView) {
+    FATHOM_REQUIRE_GL();
+    FATHOM_REQUIRE_SYNTH(path);
+    MainWindow window(EngineConfig{}, false);
+    window.resize(1100, 750);
+    window.show();
+    ASSERT_TRUE(QTest::qWaitForWindowExposed(&window));
+    auto* dock = window.findChild<Embedding3DDock*>(QStringLiteral("view3dDock"));
+    ASSERT_NE(dock, nullptr);
+    EXPECT_FALSE(dock->isVisible());
+    QString error;
+    ASSERT_TRUE(wait_open(window, QString::fromStdString(path.string()), &error)) << error.toStdString();
+
+    auto* components = qobject_cast<QSpinBox*>(window.pipelinePanel()->fieldEditor(QStringLiteral("n_components")));
+    ASSERT_NE(components, nullptr);
+    EXPECT_EQ(components->value(), PipelineSettings{}.umap_components);
+    PipelineSettings settings{};
+    settings.umap_epochs = 100;
+    settings.markers = "";
+    window.pipelinePanel()->setSettings(settings);
+    components->setValue(3);
+    EXPECT_EQ(window.pipelinePanel()->settings().umap_components, 3);
+    bool finished = false, ok = false;
+    QObject::connect(&window, &MainWindow::pipelineFinished, [&](bool success, const QString& text, int) {
+        finished = true;
+        ok = success;
+        error = text;
+    });
+    ASSERT_TRUE(window.runPipeline());
+    ASSERT_TRUE(process_events_until([&] { return finished; }, 180s)) << "pipeline did not finish";
+    ASSERT_TRUE(ok) << error.toStdString();
+    const auto snapshot = window.snapshot();
+    ASSERT_EQ(snapshot->obsm.at("X_umap")->cols(), 3);
+    EXPECT_EQ(window.embeddingKey(), QStringLiteral("X_umap"));  // the 2-D plot shows UMAP 1-2
+
+    // View > 3-D view.
+    QAction* toggle = dock->toggleViewAction();
+    toggle->trigger();
+    ASSERT_TRUE(process_events_until([&] { return dock->isVisible(); }, 5s));
+    Embedding3DView* view = dock->view();
+    EXPECT_EQ(dock->sourceKey(), QStringLiteral("X_umap"));
+    PlotView* plot = window.plotView();
+    ASSERT_EQ(view->numPoints(), plot->numPoints());
+    EXPECT_EQ(window.colorKey(), QStringLiteral("leiden"));
+    EXPECT_EQ(view->visiblePoints(), plot->visiblePoints());
+    QImage image = view->grabFramebuffer();
+    const std::vector<Rgba8> colors = plot->categoryColors();
+    ASSERT_GE(colors.size(), 3u);
+    EXPECT_GT(fathom::test::count_pixels_not(image, view->backgroundColor()), 2000) << "the 3-D frame is blank";
+    int shown = 0;
+    for (const Rgba8& color : colors) shown += fathom::test::count_pixels(image, color) > 0 ? 1 : 0;
+    EXPECT_GE(shown, static_cast<int>(colors.size()) - 1) << "cluster colours missing from the 3-D view";
+
+    // A legend toggle in the 2-D plot hides the same cells in 3-D.
+    plot->setCategoryVisible(0, false);
+    EXPECT_EQ(view->visiblePoints(), plot->visiblePoints());
+    EXPECT_LT(view->visiblePoints(), view->numPoints());
+    image = view->grabFramebuffer();
+    EXPECT_EQ(fathom::test::count_pixels(image, colors[0]), 0);
+    plot->setCategoryVisible(0, true);
+    EXPECT_EQ(view->visiblePoints(), view->numPoints());
+}
+#endif
 
 }  // namespace
 }  // namespace fathom::ui

@@ -1,0 +1,41 @@
+#pragma once
+/// The dock that holds the 3-D view (View > 3-D view) and keeps it in step with the 2-D
+/// PlotView: the same cells, colours, legend toggles and cell mask (taken from the plot's
+/// per-cell attributes whenever they change), and a background matching the plot's theme.
+/// Built only with FATHOM_WITH_VTK.
+#include <QDockWidget>
+#include <QString>
+
+#include "core/engine/Engine.hpp"
+
+namespace fathom::ui {
+
+class Embedding3DView;
+class PlotView;
+
+/// Dock widget hosting an Embedding3DView that follows `plot`.
+class Embedding3DDock : public QDockWidget {
+    Q_OBJECT
+public:
+    explicit Embedding3DDock(PlotView* plot, QWidget* parent = nullptr);
+
+    Embedding3DView* view() const;
+    /// Shows obsm['X_umap'] when it has three columns, else PC1..PC3 of obsm['X_pca'];
+    /// empties the view when the snapshot has neither. The camera is fitted when the
+    /// source or the number of cells changes.
+    void setSnapshot(const AnalysisSnapshot& snapshot);
+    /// An intermediate UMAP embedding while the SGD runs: shown when it has three columns.
+    void setFrame(const DenseMatrix<float>& coordinates);
+    /// The obsm key shown ("" when none).
+    QString sourceKey() const;
+
+private:
+    void pushAttributes();
+    void showSource(const QString& key, std::vector<float> xyz);
+
+    PlotView* m_plot = nullptr;
+    Embedding3DView* m_view = nullptr;
+    QString m_key;
+};
+
+}  // namespace fathom::ui
