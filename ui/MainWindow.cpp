@@ -1,5 +1,7 @@
 #include "ui/MainWindow.hpp"
 
+#include <memory>
+#include <utility>
 #include <QAction>
 #include <QApplication>
 #include <QCheckBox>
@@ -43,6 +45,9 @@
 #include "ui/JobWatcher.hpp"
 #include "ui/PipelinePanel.hpp"
 #include "ui/PlotView.hpp"
+#include "ui/CellSelection.hpp"
+#include "ui/Session.hpp"
+#include "ui/StateCommand.hpp"
 #include "ui/SelectionController.hpp"
 #include "ui/SelectionWorkflow.hpp"
 #include "ui/MarkersPanel.hpp"
@@ -157,6 +162,7 @@ MainWindow::MainWindow(EngineConfig config, bool interactive, QWidget* parent)
     buildDocks();
     buildToolbar();
     buildMenus();
+    connectStateHooks();
 
     d->progress = new QProgressBar(this);
     d->progress->setRange(0, 1000);
@@ -291,6 +297,71 @@ void MainWindow::buildMenus() {
     QToolBar* tools = addToolBar(tr("Selection"));
     tools->setObjectName(QStringLiteral("selectionToolbar"));
     d->selection->addActions(tools, edit, selection);
+}
+
+void MainWindow::connectStateHooks() {
+    // Filter changes share the selection's undo stack, so Edit > Undo walks back through both.
+    connect(d->filter, &FilterPanel::filterChanged, this, [this](const FilterState& before, const FilterState& after) {
+        auto pushing = std::make_shared<bool>(true);  // push() calls redo(); the panel already shows `after`
+        d->undo->push(new StateCommand<FilterState>(tr("Filter"), before, after, [this, pushing](const FilterState& state) {
+            if (std::exchange(*pushing, false)) return;
+            d->filter->setState(state);
+        }));
+    });
+    connect(this, &MainWindow::sessionSaving, this, [this](SessionState* state) {
+        const FilterState filter = d->filter->state();
+        state->filter.expression = filter.expression;
+        state->filter.layer = filter.layer == ValueLayer::Counts ? "counts" : "lognorm";
+        state->filter.mode = filter.style == PlotView::MaskStyle::Dim ? "dim" : "hide";
+        state->selections.clear();
+        if (const auto cells = d->selection->controller()->selection(); cells && !cells->empty())
+            state->selections.push_back({"selection", std::vector<std::int64_t>(cells->begin(), cells->end())});
+        state->annotations.clear();
+        const auto shown = snapshot();
+        if (!shown || !shown->obs) return;
+        for (const std::string& name : shown->user_annotations) {
+            const Column* column = shown->obs->find(name);
+            const auto* categorical = column ? std::get_if<CategoricalColumn>(&column->data) : nullptr;
+            if (!categorical) continue;
+            SessionAnnotation annotation{name, categorical->categories, categorical->codes, {}};
+            if (const auto colors = shown->colors.find(name); colors != shown->colors.end()) annotation.colors = colors->second;
+            state->annotations.push_back(std::move(annotation));
+        }
+    });
+    connect(this, &MainWindow::sessionLoaded, this, [this](const SessionState& state) {
+        const auto shown = snapshot();
+        const std::int64_t num_cells = shown && shown->obs ? shown->obs->num_rows() : 0;
+        for (const SessionAnnotation& saved : state.annotations) {
+            if (static_cast<std::int64_t>(saved.codes.size()) != num_cells) {
+                log(tr("session: annotation '%1' has %2 codes for %3 cells; not restored")
+                        .arg(QString::fromStdString(saved.name)).arg(saved.codes.size()).arg(num_cells));
+                continue;
+            }
+            ObsAnnotation annotation;
+            annotation.name = saved.name;
+            annotation.categories = saved.categories;
+            annotation.codes = saved.codes;
+            annotation.colors = saved.colors;
+            annotation.cells = shown->cells;
+            const QString name = QString::fromStdString(saved.name);
+            d->watcher->watch(d->engine->set_obs_annotation(std::move(annotation)), QStringLiteral("annotate"),
+                              [this, name](const JobStatus& status) {
+                                  if (status.state == JobState::Succeeded) refreshObs();
+                                  else log(tr("session: annotation '%1' not restored: %2").arg(name, QString::fromStdString(status.message)));
+                              });
+        }
+        for (const SessionSelection& saved : state.selections) {
+            CellSet cells;
+            for (const std::int64_t cell : saved.cells)
+                if (cell >= 0 && cell < num_cells) cells.push_back(static_cast<std::uint32_t>(cell));
+            d->selection->controller()->setSelection(std::move(cells), tr("Restore selection"));
+        }
+        FilterState filter;
+        filter.expression = state.filter.expression;
+        filter.layer = state.filter.layer == "counts" ? ValueLayer::Counts : ValueLayer::LogNorm;
+        filter.style = state.filter.mode == "dim" ? PlotView::MaskStyle::Dim : PlotView::MaskStyle::Hide;
+        d->filter->setState(filter);
+    });
 }
 
 void MainWindow::buildToolbar() {

@@ -144,6 +144,8 @@ protected:
 
 private:
     void buildMenus();
+    /// Filter changes onto the undo stack; the filter, selection and annotations into sessions.
+    void connectStateHooks();
     void buildToolbar();
     void buildDocks();
     void log(const QString& line);

@@ -15,9 +15,11 @@
 #include <QToolBar>
 #include <QUndoStack>
 #include <QVBoxLayout>
+#include <algorithm>
 #include <set>
 
 #include "core/engine/palette.hpp"
+#include "ui/FilterPanel.hpp"
 #include "ui/JobWatcher.hpp"
 #include "ui/MainWindow.hpp"
 #include "ui/MarkersPanel.hpp"
@@ -111,6 +113,7 @@ void SelectionWorkflow::addActions(QToolBar* toolbar, QMenu* edit, QMenu* select
     invert->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_I));
 
     selection->addAction(tr("&Save selection as obs column..."), this, &SelectionWorkflow::saveSelectionDialog);
+    selection->addAction(tr("Save &filtered cells as obs column..."), this, &SelectionWorkflow::saveFilterDialog);
     selection->addAction(tr("&Rename category..."), this, &SelectionWorkflow::renameDialog);
     selection->addAction(tr("&Merge categories..."), this, &SelectionWorkflow::mergeDialog);
     selection->addSeparator();
@@ -311,6 +314,22 @@ void SelectionWorkflow::saveSelectionDialog() {
         refuse(tr("save as obs column"), tr("no cells are selected"));
         return;
     }
+    saveMaskDialog(tr("Save selection"), m_controller->mask(), m_controller->count(), QStringLiteral("selected"));
+}
+
+void SelectionWorkflow::saveFilterDialog() {
+    const FilterPanel* panel = m_window.filterPanel();
+    const auto mask = panel ? panel->mask() : nullptr;
+    if (!mask) {
+        refuse(tr("save filtered cells as obs column"), tr("no filter is applied"));
+        return;
+    }
+    const auto count = static_cast<std::int64_t>(std::count_if(mask->begin(), mask->end(), [](std::uint8_t in) { return in != 0; }));
+    saveMaskDialog(tr("Save filtered cells"), *mask, count, QStringLiteral("matching"));
+}
+
+void SelectionWorkflow::saveMaskDialog(const QString& title, const std::vector<std::uint8_t>& mask, std::int64_t count,
+                                       const QString& default_category) {
     const auto snapshot = m_window.snapshot();
     QStringList columns{QStringLiteral("selection")};
     if (snapshot->obs)
@@ -318,14 +337,13 @@ void SelectionWorkflow::saveSelectionDialog() {
             if (std::holds_alternative<CategoricalColumn>(column.data) && column.name != "selection")
                 columns << QString::fromStdString(column.name);
     bool ok = false;
-    const QString column = QInputDialog::getItem(&m_window, tr("Save selection"),
-                                                 tr("obs column (new, or an existing categorical column):"), columns, 0, true, &ok);
+    const QString column = QInputDialog::getItem(&m_window, title, tr("obs column (new, or an existing categorical column):"),
+                                                 columns, 0, true, &ok);
     if (!ok || column.trimmed().isEmpty()) return;
-    const QString category = QInputDialog::getText(&m_window, tr("Save selection"),
-                                                   tr("category of the %1 selected cells:").arg(m_controller->count()),
-                                                   QLineEdit::Normal, QStringLiteral("selected"), &ok);
+    const QString category = QInputDialog::getText(&m_window, title, tr("category of the %1 cells:").arg(count),
+                                                   QLineEdit::Normal, default_category, &ok);
     if (!ok) return;
-    saveMaskAsAnnotation(column.trimmed(), category.trimmed(), m_controller->mask());
+    saveMaskAsAnnotation(column.trimmed(), category.trimmed(), mask);
 }
 
 void SelectionWorkflow::renameDialog() {

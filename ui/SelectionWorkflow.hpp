@@ -69,6 +69,10 @@ private:
     bool submitAnnotation(const QString& column, const QString& what, CategoricalEdit edit);
     bool refuse(const QString& what, const QString& message);
     void saveSelectionDialog();
+    /// The cells that pass the filter panel's filter, saved like a selection.
+    void saveFilterDialog();
+    void saveMaskDialog(const QString& title, const std::vector<std::uint8_t>& mask, std::int64_t count,
+                        const QString& default_category);
     void renameDialog();
     void mergeDialog();
     QString categoricalColumnForDialog();

@@ -8,7 +8,9 @@
 #include <QComboBox>
 #include <QFile>
 #include <QTest>
+#include <QUndoStack>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 
 #include "core/engine/csv_export.hpp"
@@ -16,6 +18,9 @@
 #include "ui/MainWindow.hpp"
 #include "ui/PipelinePanel.hpp"
 #include "ui/PlotView.hpp"
+#include "ui/SelectionController.hpp"
+#include "ui/SelectionWorkflow.hpp"
+#include "ui/FilterPanel.hpp"
 #include "ui_test_support.hpp"
 
 namespace fathom::ui {
@@ -323,6 +328,111 @@ TEST(SessionWindow, ReopeningRestoresResultsColouringAndView) {
     EXPECT_TRUE(restored);
     EXPECT_FALSE(ok);
     EXPECT_TRUE(message.contains(QStringLiteral("gone.h5ad"))) << message.toStdString();
+}
+
+// The filter, the selection and the user's annotation columns go into the session and
+// come back in a fresh window; filter changes are undone through the window's stack.
+TEST(SessionWindow, FilterSelectionAndAnnotationsRoundTripAndFilterUndo) {
+    FATHOM_REQUIRE_GL();
+    const auto dataset = session_dataset();
+    if (dataset.empty()) GTEST_SKIP() << "fathom-cli synth (" FATHOM_CLI_PATH ") could not make a dataset";
+    const QString session = QString::fromStdString((test::temp_dir("session-panels") / "panels.fathom.json").string());
+    PipelineSettings settings;
+    settings.num_top_genes = 300;
+    settings.num_pcs = 20;
+    settings.umap_epochs = 30;
+    settings.markers = "";
+    const auto open_and_wait = [](MainWindow& window, const std::function<void()>& start, auto signal, std::chrono::seconds limit) {
+        bool done = false, ok = false;
+        QString message;
+        auto connection = QObject::connect(&window, signal, [&](bool success, const QString& text, auto...) {
+            done = true;
+            ok = success;
+            message = text;
+        });
+        start();
+        const bool finished = process_events_until([&] { return done; }, limit);
+        QObject::disconnect(connection);
+        return finished && ok ? QString() : (message.isEmpty() ? QStringLiteral("timed out") : message);
+    };
+
+    FilterState filter;
+    std::vector<std::uint32_t> selected;
+    std::vector<std::int32_t> annotation_codes;
+    {
+        MainWindow window(EngineConfig{}, false);
+        window.resize(800, 600);
+        window.show();
+        ASSERT_TRUE(QTest::qWaitForWindowExposed(&window));
+        QString error = open_and_wait(window, [&] { window.openFile(QString::fromStdString(dataset.string())); },
+                                      &MainWindow::datasetOpened, 60s);
+        ASSERT_TRUE(error.isEmpty()) << error.toStdString();
+        window.pipelinePanel()->setSettings(settings);
+        error = open_and_wait(window, [&] { window.runPipeline(); }, &MainWindow::pipelineFinished, 180s);
+        ASSERT_TRUE(error.isEmpty()) << error.toStdString();
+        const auto snapshot = window.snapshot();
+        const std::int64_t num_cells = snapshot->obs->num_rows();
+        ASSERT_GT(num_cells, 100);
+
+        // A filter through the panel's one commit path, then undone and redone.
+        FilterPanel* panel = window.filterPanel();
+        ASSERT_NE(panel, nullptr);
+        const FilterState none = panel->state();
+        filter.expression = snapshot->var->index()[0] + " > 0.5";
+        filter.style = PlotView::MaskStyle::Dim;
+        const int depth = window.undoStack()->count();
+        panel->commit(filter);
+        EXPECT_EQ(window.undoStack()->count(), depth + 1);
+        EXPECT_EQ(panel->state(), filter);
+        window.undoStack()->undo();
+        EXPECT_EQ(panel->state(), none);
+        window.undoStack()->redo();
+        EXPECT_EQ(panel->state(), filter);
+
+        // A selection, and an annotation column saved from a mask.
+        for (std::uint32_t cell = 0; cell < static_cast<std::uint32_t>(num_cells); cell += 7) selected.push_back(cell);
+        window.selectionWorkflow()->controller()->setSelection(selected, QStringLiteral("test selection"));
+        std::vector<std::uint8_t> mask(static_cast<std::size_t>(num_cells), 0);
+        for (std::int64_t cell = 0; cell < num_cells / 3; ++cell) mask[static_cast<std::size_t>(cell)] = 1;
+        bool saved = false, ok = false;
+        QObject::connect(window.selectionWorkflow(), &SelectionWorkflow::annotationSaved,
+                         [&](bool success, const QString&, const QString&) {
+                             saved = true;
+                             ok = success;
+                         });
+        ASSERT_TRUE(window.selectionWorkflow()->saveMaskAsAnnotation(QStringLiteral("gated"), QStringLiteral("first third"), mask));
+        ASSERT_TRUE(process_events_until([&] { return saved; }, 60s));
+        ASSERT_TRUE(ok);
+        QString save_error;
+        ASSERT_TRUE(window.saveSession(session, &save_error)) << save_error.toStdString();
+        const Column* gated = window.snapshot()->obs->find("gated");
+        ASSERT_NE(gated, nullptr);
+        annotation_codes = std::get<CategoricalColumn>(gated->data).codes;
+    }
+
+    const SessionState state = load_session(session);
+    EXPECT_EQ(state.filter.expression, filter.expression);
+    EXPECT_EQ(state.filter.mode, "dim");
+    EXPECT_EQ(state.filter.layer, "lognorm");
+    ASSERT_EQ(state.selections.size(), 1u);
+    EXPECT_EQ(state.selections[0].cells, std::vector<std::int64_t>(selected.begin(), selected.end()));
+    ASSERT_EQ(state.annotations.size(), 1u);
+    EXPECT_EQ(state.annotations[0].name, "gated");
+    EXPECT_EQ(state.annotations[0].codes, annotation_codes);
+    EXPECT_EQ(state.annotations[0].categories.size(), state.annotations[0].colors.size());
+
+    MainWindow fresh(EngineConfig{}, false);
+    fresh.resize(800, 600);
+    fresh.show();
+    ASSERT_TRUE(QTest::qWaitForWindowExposed(&fresh));
+    const QString error = open_and_wait(fresh, [&] { fresh.openSession(session); }, &MainWindow::sessionRestored, 240s);
+    ASSERT_TRUE(error.isEmpty()) << error.toStdString();
+    EXPECT_EQ(fresh.filterPanel()->state(), filter);
+    const auto restored_selection = fresh.selectionWorkflow()->controller()->selection();
+    ASSERT_TRUE(restored_selection);
+    EXPECT_EQ(*restored_selection, selected);
+    ASSERT_TRUE(process_events_until([&] { return fresh.snapshot()->obs->find("gated") != nullptr; }, 60s));
+    EXPECT_EQ(std::get<CategoricalColumn>(fresh.snapshot()->obs->find("gated")->data).codes, annotation_codes);
 }
 
 }  // namespace
