@@ -35,28 +35,15 @@
 #include <vector>
 
 #include "core/engine/Engine.hpp"
+#include "bench/gl_bench_support.hpp"
 #include "ui/PlotView.hpp"
 
 namespace {
 
 using fathom::ui::PlotView;
 
-bool wait_exposed(QWidget& widget) {
-    QElapsedTimer timer;
-    timer.start();
-    while (timer.elapsed() < 10000) {
-        QCoreApplication::processEvents(QEventLoop::AllEvents, 10);
-        if (widget.windowHandle() && widget.windowHandle()->isExposed()) return true;
-    }
-    return false;
-}
-
-double median(std::vector<double> values) {
-    if (values.empty()) return 0.0;
-    std::sort(values.begin(), values.end());
-    const std::size_t middle = values.size() / 2;
-    return values.size() % 2 ? values[middle] : 0.5 * (values[middle - 1] + values[middle]);
-}
+using fathom::bench::median;
+using fathom::bench::wait_exposed;
 
 // The baseline: the least a GL_POINTS renderer can do per frame.
 class RawPointsWidget : public QOpenGLWidget {

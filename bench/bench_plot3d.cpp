@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/gl_bench_support.hpp"
 #include "ui/PlotView.hpp"
 #ifdef FATHOM_HAS_VTK
 #include "ui/vtk/Embedding3DView.hpp"
@@ -34,21 +35,8 @@ using fathom::ui::Embedding3DView;
 using fathom::ui::PointAttribute;
 using fathom::ui::Rgba8;
 
-bool wait_exposed(QWidget& widget) {
-    QElapsedTimer timer;
-    timer.start();
-    while (timer.elapsed() < 10000) {
-        QCoreApplication::processEvents(QEventLoop::AllEvents, 10);
-        if (widget.windowHandle() && widget.windowHandle()->isExposed()) return true;
-    }
-    return false;
-}
-
-double median(std::vector<double> values) {
-    std::sort(values.begin(), values.end());
-    const std::size_t middle = values.size() / 2;
-    return values.size() % 2 ? values[middle] : 0.5 * (values[middle - 1] + values[middle]);
-}
+using fathom::bench::median;
+using fathom::bench::wait_exposed;
 
 double timed_grab(Embedding3DView& view) {
     QElapsedTimer timer;

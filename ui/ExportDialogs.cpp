@@ -17,6 +17,7 @@
 #include <QSpinBox>
 #include <QVBoxLayout>
 #include <cmath>
+#include <functional>
 #include <utility>
 
 namespace fathom::ui {
@@ -24,6 +25,18 @@ namespace fathom::ui {
 namespace {
 
 const char* const k_format_suffixes[] = {"png", "svg", "pdf"};
+
+/// A "label: [path] [Browse...]" row of `form`; the button calls `browse`.
+QLineEdit* add_path_row(QFormLayout* form, const QString& label, QWidget* owner, const std::function<void()>& browse) {
+    auto* path = new QLineEdit(owner);
+    auto* button = new QPushButton(QObject::tr("Browse..."), owner);
+    auto* row = new QHBoxLayout;
+    row->addWidget(path, 1);
+    row->addWidget(button);
+    form->addRow(label, row);
+    QObject::connect(button, &QPushButton::clicked, owner, browse);
+    return path;
+}
 
 }  // namespace
 
@@ -33,13 +46,7 @@ FigureExportDialog::FigureExportDialog(const QString& default_title, QWidget* pa
     setWindowTitle(tr("Export Figure"));
     auto* form = new QFormLayout;
 
-    m_path = new QLineEdit(this);
-    auto* browse_button = new QPushButton(tr("Browse..."), this);
-    auto* path_row = new QHBoxLayout;
-    path_row->addWidget(m_path, 1);
-    path_row->addWidget(browse_button);
-    form->addRow(tr("File"), path_row);
-    connect(browse_button, &QPushButton::clicked, this, &FigureExportDialog::browse);
+    m_path = add_path_row(form, tr("File"), this, [this] { browse(); });
 
     m_format = new QComboBox(this);
     m_format->addItem(tr("PNG (raster)"), static_cast<int>(FigureFormat::Png));
@@ -182,13 +189,7 @@ DataExportDialog::DataExportDialog(const QStringList& categories, const QStringL
     layout->addWidget(m_csv);
 
     auto* form = new QFormLayout;
-    m_path = new QLineEdit(this);
-    auto* browse_button = new QPushButton(tr("Browse..."), this);
-    auto* path_row = new QHBoxLayout;
-    path_row->addWidget(m_path, 1);
-    path_row->addWidget(browse_button);
-    form->addRow(tr("Destination"), path_row);
-    connect(browse_button, &QPushButton::clicked, this, &DataExportDialog::browse);
+    m_path = add_path_row(form, tr("Destination"), this, [this] { browse(); });
     m_matrix = new QCheckBox(tr("include X (raw counts of the analysed cells)"), this);
     form->addRow(QString(), m_matrix);
     m_projection = new QComboBox(this);
