@@ -319,7 +319,10 @@ TEST(MainWindow, ThreeDimensionalUmapInTheThreeDView) {
     QImage image = view->grabFramebuffer();
     const std::vector<Rgba8> colors = plot->categoryColors();
     ASSERT_GE(colors.size(), 3u);
-    EXPECT_GT(fathom::test::count_pixels_not(image, view->backgroundColor()), 2000) << "the 3-D frame is blank";
+    // Not blank: at least one covered pixel per two cells drawn (3-px points; dense clusters
+    // overlap, and the UMAP layout, hence the overlap, differs from run to run).
+    EXPECT_GT(fathom::test::count_pixels_not(image, view->backgroundColor()), view->visiblePoints() / 2)
+        << "the 3-D frame is blank";
     int shown = 0;
     for (const Rgba8& color : colors) shown += fathom::test::count_pixels(image, color) > 0 ? 1 : 0;
     EXPECT_GE(shown, static_cast<int>(colors.size()) - 1) << "cluster colours missing from the 3-D view";
