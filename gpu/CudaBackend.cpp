@@ -13,6 +13,7 @@
 #include "core/backend/shard_checks.hpp"
 #include "gpu/detail/cuda_check.hpp"
 #include "gpu/detail/launch.hpp"
+#include "gpu/detail/device_array.hpp"
 #include "gpu/shard_kernels.hpp"
 
 namespace fathom::gpu {
@@ -36,64 +37,9 @@ std::string device_name(int device) { return "cuda:" + std::to_string(device); }
 /// Makes `device` current for the calling thread (calls may come from any thread).
 void use_device(int device) { FATHOM_CUDA_CHECK(cudaSetDevice(device)); }
 
-/// Device memory for `count` elements of T; frees on destruction. A failed allocation
-/// throws OutOfMemory naming the device and the size.
-template <typename T>
-class DeviceArray {
-public:
-    DeviceArray() = default;
-    DeviceArray(std::int64_t count, int device) : m_count(count) {
-        if (count <= 0) return;
-        const auto bytes = static_cast<std::size_t>(count) * sizeof(T);
-        const cudaError_t status = cudaMalloc(reinterpret_cast<void**>(&m_data), bytes);
-        if (status == cudaErrorMemoryAllocation) {
-            cudaGetLastError();
-            m_data = nullptr;
-            throw OutOfMemory(device_name(device), static_cast<std::int64_t>(bytes), "cudaMalloc");
-        }
-        FATHOM_CUDA_CHECK(status);
-    }
-    ~DeviceArray() {
-        if (m_data != nullptr) cudaFree(m_data);
-    }
-    DeviceArray(DeviceArray&& other) noexcept : m_data(std::exchange(other.m_data, nullptr)), m_count(std::exchange(other.m_count, 0)) {}
-    DeviceArray& operator=(DeviceArray&& other) noexcept {
-        if (this != &other) {
-            if (m_data != nullptr) cudaFree(m_data);
-            m_data = std::exchange(other.m_data, nullptr);
-            m_count = std::exchange(other.m_count, 0);
-        }
-        return *this;
-    }
-    DeviceArray(const DeviceArray&) = delete;
-    DeviceArray& operator=(const DeviceArray&) = delete;
-
-    T* data() noexcept { return m_data; }
-    const T* data() const noexcept { return m_data; }
-    std::int64_t size() const noexcept { return m_count; }
-    std::int64_t bytes() const noexcept { return m_count * static_cast<std::int64_t>(sizeof(T)); }
-
-private:
-    T* m_data = nullptr;
-    std::int64_t m_count = 0;
-};
-
-/// Uploads a host span (empty = no allocation, null pointer).
-template <typename T>
-DeviceArray<T> upload(std::span<const T> host, int device, cudaStream_t stream) {
-    DeviceArray<T> array(static_cast<std::int64_t>(host.size()), device);
-    if (!host.empty())
-        FATHOM_CUDA_CHECK(cudaMemcpyAsync(array.data(), host.data(), host.size_bytes(), cudaMemcpyHostToDevice, stream));
-    return array;
-}
-
-template <typename T>
-void download(std::vector<T>& host, const T* device_data, std::int64_t count, cudaStream_t stream) {
-    host.resize(static_cast<std::size_t>(count));
-    if (count > 0)
-        FATHOM_CUDA_CHECK(cudaMemcpyAsync(host.data(), device_data, static_cast<std::size_t>(count) * sizeof(T),
-                                          cudaMemcpyDeviceToHost, stream));
-}
+using detail::DeviceArray;
+using detail::download;
+using detail::upload;
 
 /// Pinned host memory (page-locked, for asynchronous copies).
 template <typename T>

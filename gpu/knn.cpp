@@ -9,6 +9,7 @@
 #include <cuda_runtime_api.h>
 
 #include "gpu/detail/cuda_check.hpp"
+#include "gpu/fault_injection.hpp"
 #include "gpu/detail/launch.hpp"
 #include "gpu/knn_kernels.hpp"
 
@@ -27,7 +28,9 @@ struct Buffer {
     Buffer(std::int64_t count, int device) {
         if (count <= 0) return;
         const auto bytes = static_cast<std::size_t>(count) * sizeof(T);
-        const cudaError_t status = cudaMalloc(reinterpret_cast<void**>(&data), bytes);
+        const cudaError_t status = testing::take_injected_allocation_failure()
+                                       ? cudaErrorMemoryAllocation
+                                       : cudaMalloc(reinterpret_cast<void**>(&data), bytes);
         if (status == cudaErrorMemoryAllocation) {
             cudaGetLastError();
             throw OutOfMemory("cuda:" + std::to_string(device), static_cast<std::int64_t>(bytes), "cudaMalloc (kNN)");

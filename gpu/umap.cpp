@@ -6,6 +6,7 @@
 #include <cuda_runtime_api.h>
 
 #include "gpu/detail/cuda_check.hpp"
+#include "gpu/fault_injection.hpp"
 #include "gpu/detail/launch.hpp"
 #include "gpu/umap_kernels.hpp"
 
@@ -19,7 +20,9 @@ struct Buffer {
     T* data = nullptr;
     Buffer(std::size_t count, int device) {
         if (count == 0) return;
-        const cudaError_t status = cudaMalloc(reinterpret_cast<void**>(&data), count * sizeof(T));
+        const cudaError_t status = testing::take_injected_allocation_failure()
+                                       ? cudaErrorMemoryAllocation
+                                       : cudaMalloc(reinterpret_cast<void**>(&data), count * sizeof(T));
         if (status == cudaErrorMemoryAllocation) {
             cudaGetLastError();
             throw OutOfMemory("cuda:" + std::to_string(device), static_cast<std::int64_t>(count * sizeof(T)), "cudaMalloc (UMAP)");

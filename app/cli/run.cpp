@@ -193,6 +193,11 @@ void add_run_command(CLI::App& app, int& exit_code) {
             if (code != Ok) return code;
 
             const auto snapshot = engine.snapshot();
+            // Steps that left a device during the run (out of memory) add to the note.
+            if (snapshot->dataset && snapshot->dataset->device_note != report.value("device_note", std::string())) {
+                std::cerr << "fathom-cli: " << snapshot->dataset->device_note << "\n";
+                report["device_note"] = snapshot->dataset->device_note;
+            }
             const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
             report["total_wall_seconds"] = total;
             report["cells"] = snapshot->cells.size();

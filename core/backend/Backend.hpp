@@ -17,6 +17,9 @@
 /// - Long primitives call ctx.checkpoint() about every 50 ms of work (they throw
 ///   Cancelled, leaving the shard unchanged for read-only primitives; an in-place
 ///   primitive that was cancelled leaves the shard in an unspecified but valid state).
+/// - An in-place primitive that throws DeviceOutOfMemory leaves the shard unchanged
+///   (device backends allocate before they modify), so ShardSet can move that shard to
+///   host memory and run the step there.
 /// - One call at a time per backend object; calls may come from any thread.
 #include <cmath>
 #include <cstdint>

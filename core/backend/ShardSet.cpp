@@ -7,6 +7,7 @@
 #include <tbb/parallel_for.h>
 
 #include "core/backend/CpuBackend.hpp"
+#include "core/types/errors.hpp"
 
 namespace fathom {
 
@@ -145,8 +146,20 @@ ShardSet ShardSet::make_cpu(ShardedCsr matrix) {
 
 ShardSet ShardSet::clone() const {
     std::vector<std::unique_ptr<Backend>> backends;
-    for (const auto& backend : m_backends) backends.push_back(backend->clone());
-    return ShardSet(std::move(backends), m_num_genes);
+    std::vector<std::string> notes = m_device_notes;
+    for (std::size_t index = 0; index < m_backends.size(); ++index) {
+        const Backend& backend = *m_backends[index];
+        try {
+            backends.push_back(backend.clone());
+        } catch (const DeviceOutOfMemory& error) {
+            // The copy cannot live on the device: it lives on the host.
+            notes.push_back(std::string(error.what()) + "; the copy of " + backend.name() + " is kept on the CPU");
+            backends.push_back(std::make_unique<CpuBackend>(backend.to_host(), static_cast<int>(index)));
+        }
+    }
+    ShardSet copy(std::move(backends), m_num_genes);
+    copy.m_device_notes = std::move(notes);
+    return copy;
 }
 
 ShardSet ShardSet::clone_columns(std::span<const std::uint8_t> keep, JobContext& ctx) const {
@@ -156,10 +169,31 @@ ShardSet ShardSet::clone_columns(std::span<const std::uint8_t> keep, JobContext&
     std::int64_t kept = 0;
     for (const auto flag : keep) kept += flag ? 1 : 0;
     std::vector<std::unique_ptr<Backend>> backends(m_backends.size());
+    std::vector<std::string> notes(m_backends.size());
     for_each_shard([&](int index) {
-        backends[static_cast<std::size_t>(index)] = m_backends[static_cast<std::size_t>(index)]->clone_columns(keep, ctx);
+        const Backend& backend = *m_backends[static_cast<std::size_t>(index)];
+        auto& copy = backends[static_cast<std::size_t>(index)];
+        try {
+            copy = backend.clone_columns(keep, ctx);
+        } catch (const DeviceOutOfMemory& error) {
+            // The copy cannot live on the device: it lives on the host.
+            notes[static_cast<std::size_t>(index)] = std::string(error.what()) + "; the copy of the kept genes of " +
+                                                     backend.name() + " and its later steps ran on the CPU (cpu:" +
+                                                     std::to_string(index) + ")";
+            ctx.report(ctx.progress().fraction, notes[static_cast<std::size_t>(index)]);
+            copy = CpuBackend(backend.to_host(), index).clone_columns(keep, ctx);
+            return;
+        }
+        // A device backend may itself keep a copy that does not fit on its device on the host.
+        if (copy->kind() != backend.kind())
+            notes[static_cast<std::size_t>(index)] = backend.name() + ": GPU out of memory; the copy of the kept genes and its "
+                                                     "later steps ran on the CPU (" + copy->name() + ")";
     });
-    return ShardSet(std::move(backends), kept);
+    ShardSet copy(std::move(backends), kept);
+    copy.m_device_notes = m_device_notes;
+    for (auto& note : notes)
+        if (!note.empty()) copy.m_device_notes.push_back(std::move(note));
+    return copy;
 }
 
 MatrixShape ShardSet::shape() const noexcept {
@@ -203,6 +237,26 @@ void ShardSet::for_each_shard(const std::function<void(int)>& fn) const {
         return;
     }
     tbb::parallel_for(0, shards, [&](int index) { fn(index); });
+}
+
+void ShardSet::for_each_shard_in_place(const char* step, JobContext& ctx, const std::function<void(Backend&, int)>& fn) {
+    std::vector<std::string> notes(m_backends.size());
+    for_each_shard([&](int index) {
+        auto& backend = m_backends[static_cast<std::size_t>(index)];
+        try {
+            fn(*backend, index);
+            return;
+        } catch (const DeviceOutOfMemory& error) {
+            // Backend's contract: the shard is unchanged. Host copy, then the step again.
+            notes[static_cast<std::size_t>(index)] = std::string(error.what()) + "; " + step + " and the later steps of " +
+                                                     backend->name() + " ran on the CPU (cpu:" + std::to_string(index) + ")";
+        }
+        ctx.report(ctx.progress().fraction, notes[static_cast<std::size_t>(index)]);
+        backend = std::make_unique<CpuBackend>(backend->to_host(), index);
+        fn(*backend, index);
+    });
+    for (auto& note : notes)
+        if (!note.empty()) m_device_notes.push_back(std::move(note));
 }
 
 namespace {
@@ -317,21 +371,18 @@ DenseMatrix<double> ShardSet::project(const ProjectionRequest& request, JobConte
 
 void ShardSet::scale_rows(std::span<const double> factors, JobContext& ctx) {
     check_global("scale_rows", "factors", factors.size(), num_cells());
-    for_each_shard([&](int index) {
-        auto& backend = *m_backends[static_cast<std::size_t>(index)];
-        backend.scale_rows(slice(factors, backend), ctx);
-    });
+    for_each_shard_in_place("scale_rows", ctx, [&](Backend& backend, int) { backend.scale_rows(slice(factors, backend), ctx); });
 }
 
 void ShardSet::log1p(JobContext& ctx) {
-    for_each_shard([&](int index) { m_backends[static_cast<std::size_t>(index)]->log1p(ctx); });
+    for_each_shard_in_place("log1p", ctx, [&](Backend& backend, int) { backend.log1p(ctx); });
 }
 
 void ShardSet::subset_columns(std::span<const std::uint8_t> keep, JobContext& ctx) {
     if (static_cast<std::int64_t>(keep.size()) != m_num_genes)
         throw std::invalid_argument("ShardSet::subset_columns: keep has " + std::to_string(keep.size()) +
                                     " entries; expected one per gene (" + std::to_string(m_num_genes) + ")");
-    for_each_shard([&](int index) { m_backends[static_cast<std::size_t>(index)]->subset_columns(keep, ctx); });
+    for_each_shard_in_place("subset_columns", ctx, [&](Backend& backend, int) { backend.subset_columns(keep, ctx); });
     m_num_genes = std::count_if(keep.begin(), keep.end(), [](std::uint8_t flag) { return flag != 0; });
 }
 
@@ -348,9 +399,8 @@ void ShardSet::subset_rows(std::span<const std::uint8_t> keep, JobContext& ctx) 
     // Slices are taken before any shard changes its row_begin.
     std::vector<std::span<const std::uint8_t>> locals;
     for (const auto& backend : m_backends) locals.push_back(slice(keep, *backend));
-    for_each_shard([&](int index) {
-        m_backends[static_cast<std::size_t>(index)]->subset_rows(locals[static_cast<std::size_t>(index)],
-                                                                 new_begin[static_cast<std::size_t>(index)], ctx);
+    for_each_shard_in_place("subset_rows", ctx, [&](Backend& backend, int index) {
+        backend.subset_rows(locals[static_cast<std::size_t>(index)], new_begin[static_cast<std::size_t>(index)], ctx);
     });
 }
 

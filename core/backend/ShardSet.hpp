@@ -80,6 +80,9 @@ public:
     std::string describe() const;
     /// Host copy of the whole matrix, shard by shard (outputs and tests only).
     ShardedCsr to_host() const;
+    /// One line per shard that left its device because the device ran out of memory
+    /// (see "in-place, on every shard"), in the order it happened; copies inherit them.
+    const std::vector<std::string>& device_notes() const noexcept { return m_device_notes; }
 
     // ---- reductions (see Backend for each primitive's meaning) ----
     /// Concatenated per-row statistics (global rows).
@@ -100,6 +103,10 @@ public:
     DenseMatrix<double> project(const ProjectionRequest& request, JobContext& ctx) const;
 
     // ---- in-place, on every shard ----
+    // When a device shard runs out of memory in one of these steps (it is then unchanged,
+    // see Backend), the shard is copied to host memory as a CpuBackend of the same index,
+    // the step runs there, and the shard stays on the CPU for every later step. The job's
+    // progress message and device_notes() say so. Results equal the CPU run's.
     /// factors is global (num_cells entries).
     void scale_rows(std::span<const double> factors, JobContext& ctx);
     void log1p(JobContext& ctx);
@@ -112,9 +119,13 @@ private:
     /// Runs fn(shard_index) for every shard, concurrently across shards; rethrows the
     /// first exception (Cancelled included) after all have finished.
     void for_each_shard(const std::function<void(int)>& fn) const;
+    /// Runs the in-place `step` on every shard concurrently (fn(backend, shard_index)),
+    /// moving a shard whose device runs out of memory to the CPU as described above.
+    void for_each_shard_in_place(const char* step, JobContext& ctx, const std::function<void(Backend&, int)>& fn);
 
     std::vector<std::unique_ptr<Backend>> m_backends;
     std::int64_t m_num_genes = 0;
+    std::vector<std::string> m_device_notes;
 };
 
 /// Adds `other` into `total` (same number of genes). Used by the reductions; public

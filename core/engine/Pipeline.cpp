@@ -290,6 +290,7 @@ void run_umap(Engine::State& state, const PipelineSettings& settings, JobContext
         options.parallelism = UmapParallelism::Deterministic;
         options.accelerated_sgd = std::move(sgd);
     }
+    options.accelerated_spectral_operator = accelerated_spectral_operator(state.config.device_provider.get(), *cache.hvg_block);
     validate(options);
     const std::int64_t num_cells = cache.pca.scores.rows();
     total_epochs = options.num_epochs > 0 ? options.num_epochs : (num_cells <= 10000 ? 500 : 200);
@@ -438,6 +439,11 @@ std::shared_ptr<AnalysisSnapshot> build_snapshot(const Engine::State& state, con
     for (int shard = 0; shard < placed.num_shards(); ++shard) summary->devices.push_back(placed.shard(shard).name());
     summary->streamed = data.streamed;
     summary->device_note = data.device_note;
+    // Shards that left their device during the run (out of memory in an in-place step).
+    const auto& working = cache.hvg_block ? cache.hvg_block : cache.normalized;
+    if (working)
+        for (const auto& note : working->device_notes())
+            summary->device_note += (summary->device_note.empty() ? "" : "; ") + note;
     snapshot->dataset = summary;
 
     // Cells of the analysis: those that reached PCA, else every cell.

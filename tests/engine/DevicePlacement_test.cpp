@@ -4,12 +4,15 @@
 // out of memory. Fallback runs give exactly the CPU run's results.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <cmath>
 #include <filesystem>
 #include <mutex>
 
 #include "core/backend/CpuBackend.hpp"
 #include "core/backend/DeviceProvider.hpp"
 #include "core/engine/Engine.hpp"
+#include "core/engine/detail/DevicePlacement.hpp"
 #include "core/io/synth.hpp"
 #include "core/types/errors.hpp"
 #include "gpu/knn_kernels.hpp"
@@ -35,20 +38,42 @@ const std::string& dataset_path() {
     return path;
 }
 
+/// Simulated device out-of-memory: the next `count` calls of the in-place primitive
+/// `step` on device-like shards throw DeviceOutOfMemory before changing anything, as
+/// a full device does (Backend's contract for in-place primitives).
+struct OutOfMemoryInjection {
+    std::string step;
+    std::atomic<int> count{0};
+    std::atomic<int> thrown{0};
+    void maybe_throw(const char* primitive, int device) {
+        if (step != primitive) return;
+        int armed = count.load();
+        while (armed > 0)
+            if (count.compare_exchange_weak(armed, armed - 1)) {
+                ++thrown;
+                throw DeviceOutOfMemory("cuda:" + std::to_string(device) + ": GPU out of memory (cudaMalloc of 64 MiB)");
+            }
+    }
+};
+
 /// A CPU shard that presents itself as a CUDA shard ("cuda:<device>"), so that the
 /// engine treats it as device-resident.
 class DeviceLikeBackend final : public Backend {
 public:
-    DeviceLikeBackend(std::unique_ptr<Backend> inner, int device) : m_inner(std::move(inner)), m_device(device) {}
+    DeviceLikeBackend(std::unique_ptr<Backend> inner, int device, std::shared_ptr<OutOfMemoryInjection> injection = {})
+        : m_inner(std::move(inner)), m_device(device), m_injection(std::move(injection)) {}
     std::string name() const override { return "cuda:" + std::to_string(m_device); }
     BackendKind kind() const noexcept override { return BackendKind::Cuda; }
     std::int64_t row_begin() const noexcept override { return m_inner->row_begin(); }
     std::int64_t num_rows() const noexcept override { return m_inner->num_rows(); }
     std::int64_t num_genes() const noexcept override { return m_inner->num_genes(); }
     std::int64_t nnz() const noexcept override { return m_inner->nnz(); }
-    std::unique_ptr<Backend> clone() const override { return std::make_unique<DeviceLikeBackend>(m_inner->clone(), m_device); }
+    std::unique_ptr<Backend> clone() const override {
+        return std::make_unique<DeviceLikeBackend>(m_inner->clone(), m_device, m_injection);
+    }
     std::unique_ptr<Backend> clone_columns(std::span<const std::uint8_t> keep, JobContext& ctx) const override {
-        return std::make_unique<DeviceLikeBackend>(m_inner->clone_columns(keep, ctx), m_device);
+        inject("clone_columns");
+        return std::make_unique<DeviceLikeBackend>(m_inner->clone_columns(keep, ctx), m_device, m_injection);
     }
     CsrShard to_host() const override { return m_inner->to_host(); }
     RowStats row_stats(std::span<const std::uint8_t> mask, JobContext& ctx) const override { return m_inner->row_stats(mask, ctx); }
@@ -66,16 +91,30 @@ public:
     DenseMatrix<double> project(const ProjectionRequest& request, JobContext& ctx) const override {
         return m_inner->project(request, ctx);
     }
-    void scale_rows(std::span<const double> factors, JobContext& ctx) override { m_inner->scale_rows(factors, ctx); }
-    void log1p(JobContext& ctx) override { m_inner->log1p(ctx); }
-    void subset_columns(std::span<const std::uint8_t> keep, JobContext& ctx) override { m_inner->subset_columns(keep, ctx); }
+    void scale_rows(std::span<const double> factors, JobContext& ctx) override {
+        inject("scale_rows");
+        m_inner->scale_rows(factors, ctx);
+    }
+    void log1p(JobContext& ctx) override {
+        inject("log1p");
+        m_inner->log1p(ctx);
+    }
+    void subset_columns(std::span<const std::uint8_t> keep, JobContext& ctx) override {
+        inject("subset_columns");
+        m_inner->subset_columns(keep, ctx);
+    }
     void subset_rows(std::span<const std::uint8_t> keep, std::int64_t begin, JobContext& ctx) override {
+        inject("subset_rows");
         m_inner->subset_rows(keep, begin, ctx);
     }
 
 private:
+    void inject(const char* primitive) const {
+        if (m_injection) m_injection->maybe_throw(primitive, m_device);
+    }
     std::unique_ptr<Backend> m_inner;
     int m_device = 0;
+    std::shared_ptr<OutOfMemoryInjection> m_injection;
 };
 
 /// A stand-in accelerator: "devices" 0 and 1, shards held by CPU backends built from
@@ -83,8 +122,9 @@ private:
 /// every load fail as a full device does.
 class FakeProvider final : public DeviceProvider {
 public:
-    explicit FakeProvider(bool out_of_memory = false, bool device_like = false)
-        : m_out_of_memory(out_of_memory), m_device_like(device_like) {}
+    explicit FakeProvider(bool out_of_memory = false, bool device_like = false,
+                          std::shared_ptr<OutOfMemoryInjection> injection = {})
+        : m_out_of_memory(out_of_memory), m_device_like(device_like), m_injection(std::move(injection)) {}
     DeviceResolution resolve(const DeviceSpec& spec) const override {
         if (spec.cuda_devices.empty()) return {{0, 1}, {}};
         for (int device : spec.cuda_devices)
@@ -113,7 +153,7 @@ public:
         std::lock_guard lock(m_mutex);
         m_loaded.push_back({device, range});
         auto backend = std::make_unique<CpuBackend>(std::move(shard), device);
-        if (m_device_like) return std::make_unique<DeviceLikeBackend>(std::move(backend), device);
+        if (m_device_like) return std::make_unique<DeviceLikeBackend>(std::move(backend), device, m_injection);
         return backend;
     }
     /// The device search's host loop (gpu/knn_kernels.hpp), recording the devices.
@@ -154,6 +194,7 @@ public:
 private:
     bool m_out_of_memory = false;
     bool m_device_like = false;
+    std::shared_ptr<OutOfMemoryInjection> m_injection;
     mutable std::mutex m_mutex;
     mutable std::vector<int> m_knn_devices;
     mutable std::vector<std::int64_t> m_umap;
@@ -274,6 +315,182 @@ TEST(DevicePlacement, OutOfMemoryWhileLoadingFallsBackToTheCpuAndSaysSo) {
     const auto one = run("cpu:1", nullptr);
     EXPECT_EQ(cuda.pca, one.pca);
     EXPECT_EQ(cpu.devices.size(), 2u);
+}
+
+// ---- out of memory in an in-place step: that shard moves to the CPU ----
+
+std::shared_ptr<OutOfMemoryInjection> injection_of(const std::string& step, int count) {
+    auto injection = std::make_shared<OutOfMemoryInjection>();
+    injection->step = step;
+    injection->count = count;
+    return injection;
+}
+
+TEST(DevicePlacement, OutOfMemoryInAnInPlaceShardStepMovesThatShardToTheCpu) {
+    // Two device-like shards; the first scale_rows call to reach a shard fails.
+    CsrShard first, second;
+    first.num_genes = second.num_genes = 3;
+    first.row_offsets = {0, 2, 3};
+    first.gene_indices = {0, 2, 1};
+    first.values = {1.0f, 2.0f, 3.0f};
+    second.row_begin = 2;
+    second.row_offsets = {0, 1};
+    second.gene_indices = {2};
+    second.values = {5.0f};
+    const auto injection = injection_of("scale_rows", 1);
+    std::vector<std::unique_ptr<Backend>> backends;
+    backends.push_back(std::make_unique<DeviceLikeBackend>(std::make_unique<CpuBackend>(first, 0), 0, injection));
+    backends.push_back(std::make_unique<DeviceLikeBackend>(std::make_unique<CpuBackend>(second, 1), 1, injection));
+    ShardSet shards(std::move(backends));
+    JobContext ctx;
+    const std::vector<double> factors{2.0, 0.5, 10.0};
+    shards.scale_rows(factors, ctx);
+    EXPECT_EQ(injection->thrown.load(), 1);
+    ASSERT_EQ(shards.device_notes().size(), 1u);
+    const std::string& note = shards.device_notes()[0];
+    const int moved = note.rfind("cuda:0", 0) == 0 ? 0 : 1;
+    EXPECT_EQ(shards.shard(moved).kind(), BackendKind::Cpu) << note;
+    EXPECT_EQ(shards.shard(moved).name(), "cpu:" + std::to_string(moved));
+    EXPECT_EQ(shards.shard(1 - moved).kind(), BackendKind::Cuda) << "the other shard stays on its device";
+    EXPECT_EQ(note, "cuda:" + std::to_string(moved) + ": GPU out of memory (cudaMalloc of 64 MiB); scale_rows and the later steps of cuda:" +
+                        std::to_string(moved) + " ran on the CPU (cpu:" + std::to_string(moved) + ")");
+    EXPECT_NE(ctx.progress().message.find("scale_rows and the later steps"), std::string::npos) << ctx.progress().message;
+    // Scaled exactly once, on whichever backend ran it.
+    const ShardedCsr host = shards.to_host();
+    EXPECT_EQ(host.shard(0).values, (std::vector<float>{2.0f, 4.0f, 1.5f}));
+    EXPECT_EQ(host.shard(1).values, (std::vector<float>{50.0f}));
+    // Later steps of the moved shard run on the CPU; copies keep the note.
+    shards.log1p(ctx);
+    const ShardSet copy = shards.clone();
+    EXPECT_EQ(copy.device_notes(), shards.device_notes());
+    EXPECT_EQ(copy.shard(moved).kind(), BackendKind::Cpu);
+    EXPECT_FLOAT_EQ(copy.to_host().shard(1).values[0], std::log1p(50.0f));
+    // The other shard runs out of memory in a row subset: both are on the CPU then.
+    injection->step = "subset_rows";
+    injection->count = 1;
+    const std::vector<std::uint8_t> keep{1, 0, 1};
+    shards.subset_rows(keep, ctx);
+    EXPECT_EQ(injection->thrown.load(), 2);
+    ASSERT_EQ(shards.device_notes().size(), 2u);
+    EXPECT_NE(shards.device_notes()[1].find("subset_rows and the later steps of cuda:" + std::to_string(1 - moved)),
+              std::string::npos) << shards.device_notes()[1];
+    EXPECT_EQ(shards.shard(0).kind(), BackendKind::Cpu);
+    EXPECT_EQ(shards.shard(1).kind(), BackendKind::Cpu);
+    EXPECT_EQ(shards.num_cells(), 2);
+    EXPECT_EQ(shards.shard(1).row_begin(), 1);
+    EXPECT_FLOAT_EQ(shards.to_host().shard(1).values[0], std::log1p(50.0f));
+}
+
+TEST(DevicePlacement, OutOfMemoryInAnyInPlacePipelineStepGivesTheCpuResultsAndANote) {
+    const auto cpu = run("cpu:2", nullptr);
+    // normalize_total, log1p, and the copy of the HVG columns (clone_columns).
+    for (const std::string step : {"scale_rows", "log1p", "clone_columns"}) {
+        SCOPED_TRACE(step);
+        const auto injection = injection_of(step, 1);
+        const auto placed = run("cuda:1,0", std::make_shared<FakeProvider>(false, true, injection));
+        EXPECT_EQ(injection->thrown.load(), 1) << "the pipeline calls " << step << " on the device shards";
+        const std::string what = step == "clone_columns" ? "the copy of the kept genes of cuda:" : step + " and the later steps of cuda:";
+        EXPECT_NE(placed.note.find("GPU out of memory (cudaMalloc of 64 MiB); " + what), std::string::npos) << placed.note;
+        EXPECT_NE(placed.note.find("ran on the CPU (cpu:"), std::string::npos) << placed.note;
+        EXPECT_EQ(placed.devices, (std::vector<std::string>{"cuda:1", "cuda:0"})) << "the raw shards stay on their devices";
+        EXPECT_EQ(placed.pca, cpu.pca) << "the fallback shard computes exactly what the CPU run does";
+    }
+}
+
+// ---- PCA's eigensolver and the spectral product on the shards' first device ----
+
+/// Records the device calls of the placement hooks; `fail` makes them throw as a device
+/// does (DeviceError from the solver, DeviceOutOfMemory from the upload).
+class SolverProvider final : public DeviceProvider {
+public:
+    bool fail = false;
+    mutable std::vector<int> eigen_devices, sparse_devices;
+    DeviceResolution resolve(const DeviceSpec&) const override { return {{0, 1}, {}}; }
+    std::unique_ptr<Backend> load(const RowBlockReader&, const RowRange&, std::span<const std::int64_t>, std::int64_t, int,
+                                  JobContext&) const override {
+        throw DeviceError("not used");
+    }
+    bool symmetric_eigenpairs(const DenseMatrix<double>& matrix, int count, int device, std::vector<double>& values,
+                              std::vector<double>& vectors, JobContext&) const override {
+        eigen_devices.push_back(device);
+        if (fail) throw DeviceError("cuda:1: cusolverDnDsyevdx failed: info 3, 0 of 2 eigenpairs");
+        values.assign(static_cast<std::size_t>(count), 1.0);
+        vectors.assign(static_cast<std::size_t>(count * matrix.rows()), 0.0);
+        return true;
+    }
+    /// y = 2 x, whatever the matrix.
+    struct Doubling final : DeviceSparseMatrix {
+        std::int64_t rows = 0;
+        void multiply(const double* x, double* y, int count) override {
+            for (std::int64_t index = 0; index < rows * count; ++index) y[index] = 2.0 * x[index];
+        }
+    };
+    std::unique_ptr<DeviceSparseMatrix> upload_sparse_matrix(std::span<const std::int64_t> offsets, std::span<const std::int32_t>,
+                                                             std::span<const double>, int device) const override {
+        sparse_devices.push_back(device);
+        if (fail) throw DeviceOutOfMemory("cuda:1: GPU out of memory (cudaMalloc of 3 MiB)");
+        auto matrix = std::make_unique<Doubling>();
+        matrix->rows = static_cast<std::int64_t>(offsets.size()) - 1;
+        return matrix;
+    }
+};
+
+/// Two device-like shards ("cuda:1", "cuda:0") of one empty row each, `genes` wide.
+ShardSet device_like_shards(std::int64_t genes, bool device_like = true) {
+    std::vector<std::unique_ptr<Backend>> backends;
+    for (int shard = 0; shard < 2; ++shard) {
+        CsrShard rows;
+        rows.row_begin = shard;
+        rows.num_genes = genes;
+        rows.row_offsets = {0, 0};
+        auto cpu = std::make_unique<CpuBackend>(std::move(rows), shard);
+        if (device_like) backends.push_back(std::make_unique<DeviceLikeBackend>(std::move(cpu), 1 - shard));
+        else backends.push_back(std::move(cpu));
+    }
+    return ShardSet(std::move(backends));
+}
+
+TEST(DevicePlacement, PcaEigensolverRunsOnTheFirstDeviceForLargeCovariances) {
+    SolverProvider provider;
+    EXPECT_FALSE(detail::accelerated_pca_eigensolver(nullptr, device_like_shards(600)));
+    EXPECT_FALSE(detail::accelerated_pca_eigensolver(&provider, device_like_shards(600, false))) << "CPU shards";
+    EXPECT_FALSE(detail::accelerated_pca_eigensolver(&provider, device_like_shards(detail::kDeviceEigensolverMinGenes - 1)))
+        << "small covariances stay on the host";
+    const auto solve = detail::accelerated_pca_eigensolver(&provider, device_like_shards(detail::kDeviceEigensolverMinGenes));
+    ASSERT_TRUE(solve);
+    JobContext ctx;
+    std::vector<double> values, vectors;
+    EXPECT_TRUE(solve(DenseMatrix<double>(4, 4, 0.0), 2, values, vectors, ctx));
+    EXPECT_EQ(provider.eigen_devices, (std::vector<int>{1})) << "the first shard's device";
+    EXPECT_EQ(values.size(), 2u);
+    provider.fail = true;
+    EXPECT_FALSE(solve(DenseMatrix<double>(4, 4, 0.0), 2, values, vectors, ctx)) << "a solver failure declines";
+    EXPECT_EQ(ctx.progress().message,
+              "cuda:1: cusolverDnDsyevdx failed: info 3, 0 of 2 eigenpairs; the PCA eigendecomposition runs on the CPU instead");
+}
+
+TEST(DevicePlacement, SpectralProductRunsOnTheFirstDeviceAndDeclinesWhenItDoesNotFit) {
+    SolverProvider provider;
+    EXPECT_FALSE(detail::accelerated_spectral_operator(nullptr, device_like_shards(10)));
+    EXPECT_FALSE(detail::accelerated_spectral_operator(&provider, device_like_shards(10, false)));
+    const auto factory = detail::accelerated_spectral_operator(&provider, device_like_shards(10));
+    ASSERT_TRUE(factory);
+    const std::vector<std::int64_t> offsets{0, 1, 2};
+    const std::vector<std::int32_t> columns{1, 0};
+    const std::vector<double> values{0.5, 0.5};
+    JobContext ctx;
+    const auto product = factory(offsets, columns, values, ctx);
+    ASSERT_TRUE(product);
+    const double x[2] = {3.0, -1.0};
+    double y[2] = {0.0, 0.0};
+    product(x, y);
+    EXPECT_EQ(y[0], 6.0) << "the provider's product";
+    EXPECT_EQ(y[1], -2.0);
+    EXPECT_EQ(provider.sparse_devices, (std::vector<int>{1}));
+    provider.fail = true;
+    EXPECT_FALSE(factory(offsets, columns, values, ctx)) << "out of memory declines";
+    EXPECT_EQ(ctx.progress().message,
+              "cuda:1: GPU out of memory (cudaMalloc of 3 MiB); the spectral initialisation runs on the CPU instead");
 }
 
 }  // namespace
