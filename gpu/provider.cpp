@@ -1,11 +1,13 @@
 #include "gpu/provider.hpp"
 
 #include <algorithm>
+#include <stdexcept>
 #include <string>
 
 #include "gpu/CudaBackend.hpp"
 #include "gpu/devices.hpp"
 #include "gpu/knn.hpp"
+#include "gpu/linear_algebra.hpp"
 #include "gpu/umap.hpp"
 
 namespace fathom::gpu {
@@ -63,6 +65,21 @@ public:
                   const std::function<void(int epochs_done)>& publish, int device, JobContext& ctx) const override {
         gpu::umap_sgd(problem, embedding, publish_every, publish, device, ctx);
         return true;
+    }
+
+    bool symmetric_eigenpairs(const DenseMatrix<double>& matrix, int count, int device, std::vector<double>& ascending_values,
+                              std::vector<double>& column_major_vectors, JobContext& ctx) const override {
+        if (matrix.rows() != matrix.cols())
+            throw std::invalid_argument("symmetric_eigenpairs: the matrix is " + std::to_string(matrix.rows()) + " x " +
+                                        std::to_string(matrix.cols()) + ", not square");
+        gpu::symmetric_top_eigenpairs(matrix.data(), matrix.rows(), count, device, ascending_values, column_major_vectors, ctx);
+        return true;
+    }
+
+    std::unique_ptr<DeviceSparseMatrix> upload_sparse_matrix(std::span<const std::int64_t> offsets,
+                                                             std::span<const std::int32_t> columns,
+                                                             std::span<const double> values, int device) const override {
+        return gpu::upload_sparse_matrix(offsets, columns, values, device);
     }
 };
 

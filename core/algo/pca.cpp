@@ -3,10 +3,13 @@
 #include <algorithm>
 #include <cmath>
 #include <optional>
+#include <span>
 #include <stdexcept>
 #include <string>
 
 #include <Eigen/Dense>
+
+#include "core/algo/pca_eigen.hpp"
 
 namespace fathom {
 
@@ -19,18 +22,27 @@ struct Eigenpairs {
     int iterations = 0;
 };
 
+/// Eigenpairs from an ascending decomposition (the accelerator's or Eigen's), through
+/// the ordering shared with the accelerator (pca_detail::descending_from_ascending).
+Eigenpairs from_ascending(std::span<const double> values, std::span<const double> column_major_vectors,
+                          Eigen::Index size, int components) {
+    const auto pairs = pca_detail::descending_from_ascending(values, column_major_vectors, size, components);
+    Eigenpairs out;
+    out.values = pairs.values;
+    out.vectors.resize(size, components);
+    for (Eigen::Index row = 0; row < size; ++row)
+        for (int component = 0; component < components; ++component) out.vectors(row, component) = pairs.vectors(row, component);
+    return out;
+}
+
 Eigenpairs exact_eigenpairs(const Eigen::MatrixXd& covariance, int components) {
     const Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> solver(covariance);
     if (solver.info() != Eigen::Success) throw std::runtime_error("pca: the eigendecomposition did not converge");
     const auto size = covariance.rows();
-    Eigenpairs out;
-    out.vectors.resize(size, components);
-    for (int component = 0; component < components; ++component) {
-        const auto column = size - 1 - component;  // eigenvalues come ascending
-        out.values.push_back(solver.eigenvalues()(column));
-        out.vectors.col(component) = solver.eigenvectors().col(column);
-    }
-    return out;
+    // Eigen: eigenvalues ascending, eigenvectors column-major (LAPACK's layout).
+    return from_ascending(std::span<const double>(solver.eigenvalues().data(), static_cast<std::size_t>(size)),
+                          std::span<const double>(solver.eigenvectors().data(), static_cast<std::size_t>(size * size)), size,
+                          components);
 }
 
 /// Thin orthonormal basis of the columns of y (Householder QR, deterministic).
@@ -156,7 +168,19 @@ PcaResult pca(const ShardSet& shards, const ScaleResult& scaling, const PcaOptio
     const bool exact = options.solver == PcaSolver::Exact ||
                        (options.solver == PcaSolver::Auto && shape.num_genes <= kExactSolverMaxGenes);
     std::optional<Eigenpairs> pairs;
-    if (!exact) pairs = krylov_eigenpairs(covariance, components, options.seed, ctx);
+    bool accelerated = false;
+    if (options.accelerated_eigensolver && options.solver != PcaSolver::BlockKrylov) {
+        DenseMatrix<double> dense(shape.num_genes, shape.num_genes);
+        for (std::int64_t a = 0; a < shape.num_genes; ++a)
+            for (std::int64_t b = 0; b < shape.num_genes; ++b)
+                dense(a, b) = covariance(static_cast<Eigen::Index>(a), static_cast<Eigen::Index>(b));
+        std::vector<double> values, vectors;
+        if (options.accelerated_eigensolver(dense, components, values, vectors, ctx)) {
+            pairs = from_ascending(values, vectors, covariance.rows(), components);
+            accelerated = true;
+        }
+    }
+    if (!pairs && !exact) pairs = krylov_eigenpairs(covariance, components, options.seed, ctx);
     if (!pairs) pairs = exact_eigenpairs(covariance, components);
     ctx.report(0.7);
     const double total_variance = covariance.trace();
@@ -166,6 +190,7 @@ PcaResult pca(const ShardSet& shards, const ScaleResult& scaling, const PcaOptio
     result.total_variance = total_variance;
     result.exact_solver = pairs->exact;
     result.iterations = pairs->iterations;
+    result.accelerated_solver = accelerated;
     DenseMatrix<double> loadings(shape.num_genes, components);
     for (int component = 0; component < components; ++component) {
         const double variance = std::max(0.0, pairs->values[static_cast<std::size_t>(component)]);
@@ -183,23 +208,8 @@ PcaResult pca(const ShardSet& shards, const ScaleResult& scaling, const PcaOptio
     DenseMatrix<double> scores = shards.project(request, ctx);
     ctx.report(0.95);
 
-    // Sign convention of sklearn's svd_flip(u_based_decision=True): in each component
-    // the score of largest |value| (first such cell) is made positive.
-    for (int component = 0; component < components; ++component) {
-        double best = -1.0;
-        double sign = 1.0;
-        for (std::int64_t cell = 0; cell < scores.rows(); ++cell) {
-            const double value = scores(cell, component);
-            if (std::abs(value) > best) {
-                best = std::abs(value);
-                sign = value < 0 ? -1.0 : 1.0;
-            }
-        }
-        if (sign < 0) {
-            for (std::int64_t cell = 0; cell < scores.rows(); ++cell) scores(cell, component) = -scores(cell, component);
-            for (std::int64_t gene = 0; gene < loadings.rows(); ++gene) loadings(gene, component) = -loadings(gene, component);
-        }
-    }
+    // Sign convention of sklearn's svd_flip(u_based_decision=True).
+    pca_detail::flip_signs_by_largest_score(scores, loadings);
     result.scores = DenseMatrix<float>(scores.rows(), components);
     for (std::size_t index = 0; index < scores.values().size(); ++index)
         result.scores.values()[index] = static_cast<float>(scores.values()[index]);

@@ -3,6 +3,7 @@
 /// scikit-learn's PCA: the Gram matrix is reduced across shards, the covariance is
 /// eigendecomposed on the host in double, and the cells are projected shard by shard.
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "core/algo/scale.hpp"
@@ -33,6 +34,17 @@ struct PcaOptions {
     int num_components = 50;   ///< >= 1; capped at min(cells, genes) - 1
     std::uint64_t seed = 0;    ///< start block of the Krylov solver; same seed => identical result
     PcaSolver solver = PcaSolver::Auto;
+    /// An accelerator's exact eigensolver (the CUDA backend's cuSOLVER syevdx, set by the
+    /// engine when the shards are on a GPU and the covariance is large enough to pay),
+    /// used instead of the host solvers with solver Auto or Exact. Given the genes x
+    /// genes covariance (symmetric) and the number of components k, it fills at least k
+    /// of the largest eigenpairs in ascending order (values; eigenvectors as the columns
+    /// of a column-major genes x count array, the layout of LAPACK's and cuSOLVER's
+    /// output) and returns true; false = declined (any device error), the host solves.
+    /// Ordering and signs then follow the host path (core/algo/pca_eigen.hpp).
+    std::function<bool(const DenseMatrix<double>& covariance, int components, std::vector<double>& ascending_values,
+                       std::vector<double>& column_major_vectors, JobContext& ctx)>
+        accelerated_eigensolver;
 };
 
 /// Scores, loadings and explained variance. Signs follow scikit-learn's svd_flip
@@ -47,6 +59,7 @@ struct PcaResult {
     double total_variance = 0.0;                ///< trace of the covariance of the (clipped) scaled data
     int num_components = 0;                     ///< after capping
     bool exact_solver = true;                   ///< which solver produced the eigenpairs
+    bool accelerated_solver = false;            ///< the eigenpairs came from accelerated_eigensolver
     int iterations = 0;                         ///< Krylov restart cycles run (0 for the exact solver)
 };
 

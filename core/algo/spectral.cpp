@@ -6,6 +6,7 @@
 #include <Eigen/Dense>
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <numeric>
 #include <random>
@@ -13,6 +14,7 @@
 #include <string>
 
 #include "core/engine/JobContext.hpp"
+#include "core/types/errors.hpp"
 
 namespace fathom {
 
@@ -61,6 +63,21 @@ public:
         }
     }
     std::int64_t size() const noexcept { return m_graph.num_vertices; }
+    /// The matrix as CSR with the scaling folded into the values (for an accelerator).
+    NormalizedAdjacencyCsr csr() const {
+        NormalizedAdjacencyCsr out;
+        out.num_vertices = m_graph.num_vertices;
+        out.offsets = m_graph.offsets;
+        out.columns = m_graph.columns;
+        out.values.resize(m_graph.weights.size());
+        for (std::int64_t vertex = 0; vertex < m_graph.num_vertices; ++vertex)
+            for (auto entry = m_graph.offsets[static_cast<std::size_t>(vertex)]; entry < m_graph.offsets[static_cast<std::size_t>(vertex) + 1]; ++entry) {
+                const auto column = static_cast<std::size_t>(m_graph.columns[static_cast<std::size_t>(entry)]);
+                out.values[static_cast<std::size_t>(entry)] =
+                    m_graph.weights[static_cast<std::size_t>(entry)] * m_scale[static_cast<std::size_t>(vertex)] * m_scale[column];
+            }
+        return out;
+    }
     void apply(const double* x, double* y) const {
         tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, m_graph.num_vertices, 4096),
                           [&](const tbb::blocked_range<std::int64_t>& range) {
@@ -103,9 +120,10 @@ struct Eigenvectors {
 
 /// Largest `wanted` eigenpairs of the symmetric operator by Krylov-Schur (thick-restart
 /// Lanczos with full re-orthogonalisation). Start vector: all ones (umap's v0).
-Eigenvectors largest_eigenvectors(const NormalizedAdjacency& op, int wanted, int basis_size, double tolerance,
+using Operator = std::function<void(const double* x, double* y)>;
+
+Eigenvectors largest_eigenvectors(std::int64_t n, const Operator& apply, int wanted, int basis_size, double tolerance,
                                   int max_restarts, std::uint64_t seed, JobContext& ctx) {
-    const std::int64_t n = op.size();
     const int m = basis_size;
     Matrix basis(n, m + 1);
     Matrix projected = Matrix::Zero(m, m);
@@ -119,7 +137,7 @@ Eigenvectors largest_eigenvectors(const NormalizedAdjacency& op, int wanted, int
     for (int restart = 0;; ++restart) {
         for (int column = kept; column < m; ++column) {
             ctx.checkpoint();
-            op.apply(basis.col(column).data(), w.data());
+            apply(basis.col(column).data(), w.data());
             const auto previous = basis.leftCols(column + 1);
             Vector coefficients = previous.transpose() * w;
             w.noalias() -= previous * coefficients;
@@ -189,7 +207,21 @@ Eigenvectors laplacian_layout(const LocalGraph& graph, int dim, const SpectralOp
         result.vectors = solver.eigenvectors().middleCols(1, dim);
         return result;
     }
-    result = largest_eigenvectors(op, k, basis_size, options.tolerance, options.max_restarts, options.seed, ctx);
+    const Operator host = [&op](const double* x, double* y) { op.apply(x, y); };
+    bool solved = false;
+    if (options.accelerated_operator) {
+        const NormalizedAdjacencyCsr csr = op.csr();
+        try {
+            if (const Operator device = options.accelerated_operator(csr.offsets, csr.columns, csr.values, ctx)) {
+                result = largest_eigenvectors(n, device, k, basis_size, options.tolerance, options.max_restarts, options.seed, ctx);
+                solved = true;
+            }
+        } catch (const DeviceError& error) {
+            // The host repeats the solve from the same start, as if there were no device.
+            ctx.report(ctx.progress().fraction, std::string(error.what()) + "; the spectral initialisation runs on the CPU instead");
+        }
+    }
+    if (!solved) result = largest_eigenvectors(n, host, k, basis_size, options.tolerance, options.max_restarts, options.seed, ctx);
     result.vectors = Matrix(result.vectors.rightCols(dim));
     return result;
 }
@@ -244,6 +276,25 @@ Matrix component_layout(const DenseMatrix<float>& data, const std::vector<std::i
 }
 
 }  // namespace
+
+NormalizedAdjacencyCsr normalized_adjacency_csr(const CsrGraph& graph) {
+    check_csr_graph(graph, "normalized_adjacency_csr graph");
+    std::vector<std::int64_t> cells(static_cast<std::size_t>(graph.num_cells));
+    std::vector<std::int32_t> local_index(static_cast<std::size_t>(graph.num_cells));
+    std::iota(cells.begin(), cells.end(), std::int64_t{0});
+    std::iota(local_index.begin(), local_index.end(), std::int32_t{0});
+    const LocalGraph local = induced_subgraph(graph, cells, local_index);
+    return NormalizedAdjacency(local).csr();
+}
+
+void multiply(const NormalizedAdjacencyCsr& matrix, const double* x, double* y) {
+    for (std::int64_t row = 0; row < matrix.num_vertices; ++row) {
+        double sum = 0.0;
+        for (auto entry = matrix.offsets[static_cast<std::size_t>(row)]; entry < matrix.offsets[static_cast<std::size_t>(row) + 1]; ++entry)
+            sum += matrix.values[static_cast<std::size_t>(entry)] * x[matrix.columns[static_cast<std::size_t>(entry)]];
+        y[row] = sum;
+    }
+}
 
 void validate(const SpectralOptions& options) {
     const auto fail = [](const std::string& message) { throw std::invalid_argument("SpectralOptions::" + message); };

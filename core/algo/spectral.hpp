@@ -4,6 +4,9 @@
 /// normalised Laplacian L = I - D^-1/2 W D^-1/2 of the (pruned) fuzzy graph, with
 /// `multi_component_layout` when the graph is not connected.
 #include <cstdint>
+#include <functional>
+#include <span>
+#include <vector>
 
 #include "core/algo/knn_graph.hpp"
 #include "core/types/DenseMatrix.hpp"
@@ -22,7 +25,35 @@ struct SpectralOptions {
     /// on a component; >= 1.
     int max_restarts = 300;
     std::uint64_t seed = 0;          ///< random placement of tiny components and of failures
+    /// An accelerator's sparse product for the Krylov-Schur iteration (the CUDA
+    /// backend's cuSPARSE SpMM, set by the engine when the shards are on a GPU). Given a
+    /// connected component's M = D^-1/2 W D^-1/2 as CSR (NormalizedAdjacencyCsr, values
+    /// already scaled), it returns y = M x for host vectors of the component's size, or
+    /// an empty function to decline. The rest of the iteration runs on the host as
+    /// without it; a DeviceError thrown by the product restarts that component's solve
+    /// on the host (the job's progress message says so).
+    std::function<std::function<void(const double* x, double* y)>(std::span<const std::int64_t> offsets,
+                                                                   std::span<const std::int32_t> columns,
+                                                                   std::span<const double> values, JobContext& ctx)>
+        accelerated_operator;
 };
+
+/// M = D^-1/2 W D^-1/2 of a symmetric graph as CSR with the scaling folded into the
+/// values (what an accelerator multiplies by): values[e] = w[e] / sqrt(d[row] d[col]),
+/// d = weighted degree; rows of degree 0 are empty.
+struct NormalizedAdjacencyCsr {
+    std::int64_t num_vertices = 0;
+    std::vector<std::int64_t> offsets{0};
+    std::vector<std::int32_t> columns;
+    std::vector<double> values;
+};
+
+/// The matrix above for `graph` (all of it; spectral_layout builds one per component).
+NormalizedAdjacencyCsr normalized_adjacency_csr(const CsrGraph& graph);
+
+/// y = M x for the CSR above on the host, each row summed in stored order (the
+/// arithmetic of the device product, up to the device's summation order).
+void multiply(const NormalizedAdjacencyCsr& matrix, const double* x, double* y);
 
 /// Throws std::invalid_argument naming the field.
 void validate(const SpectralOptions& options);

@@ -386,6 +386,7 @@ UmapResult umap(const CsrGraph& connectivities, const DenseMatrix<float>& data, 
         SpectralOptions spectral;
         spectral.num_components = dim;
         spectral.seed = mix64(options.seed);
+        spectral.accelerated_operator = options.accelerated_spectral_operator;
         const SpectralResult layout = spectral_layout(pruned, data, spectral, ctx);
         result.num_graph_components = layout.num_graph_components;
         result.spectral_converged = layout.converged;

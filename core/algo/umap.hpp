@@ -7,6 +7,7 @@
 #include <functional>
 
 #include "core/algo/knn_graph.hpp"
+#include "core/algo/spectral.hpp"
 #include "core/backend/DeviceProvider.hpp"
 #include "core/types/DenseMatrix.hpp"
 
@@ -74,6 +75,10 @@ struct UmapOptions {
     std::function<bool(const UmapSgdProblem& problem, DenseMatrix<float>& embedding,
                        const std::function<void(int epochs_done)>& publish, JobContext& ctx)>
         accelerated_sgd;
+    /// Spectral init only: an accelerator's sparse product for the eigensolver
+    /// (SpectralOptions::accelerated_operator; the engine sets it when the shards are on
+    /// GPUs). Empty = the host multiplies.
+    decltype(SpectralOptions::accelerated_operator) accelerated_spectral_operator;
 };
 
 /// Throws std::invalid_argument naming the field ("UmapOptions::min_dist must be >= 0").

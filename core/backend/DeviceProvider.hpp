@@ -45,6 +45,16 @@ struct UmapSgdProblem {
     std::int64_t block_size = 256;                    ///< vertices per deterministic block
 };
 
+/// A square sparse matrix (CSR) resident on one device that multiplies host vectors
+/// (spectral initialisation's eigensolver). One call at a time.
+class DeviceSparseMatrix {
+public:
+    virtual ~DeviceSparseMatrix() = default;
+    /// Y = A X for `count` vectors: x and y are host arrays of num_rows x count
+    /// doubles, column-major (vector j at j * num_rows). Throws DeviceError.
+    virtual void multiply(const double* x, double* y, int count) = 0;
+};
+
 /// Makes backends on one kind of accelerator device.
 class DeviceProvider {
 public:
@@ -85,6 +95,27 @@ public:
         static_cast<void>(problem), static_cast<void>(embedding), static_cast<void>(publish_every);
         static_cast<void>(publish), static_cast<void>(device), static_cast<void>(ctx);
         return false;
+    }
+    /// The `count` largest eigenpairs of the symmetric matrix (n x n, row-major =
+    /// column-major) on `device`, in ascending order as LAPACK's syevdx returns them:
+    /// ascending_values (count entries), column_major_vectors (n x count, column j for
+    /// value j). Returns false when this provider has no such solver (the default).
+    /// Throws DeviceOutOfMemory / DeviceError (a solver that did not converge included).
+    virtual bool symmetric_eigenpairs(const DenseMatrix<double>& matrix, int count, int device,
+                                      std::vector<double>& ascending_values, std::vector<double>& column_major_vectors,
+                                      JobContext& ctx) const {
+        static_cast<void>(matrix), static_cast<void>(count), static_cast<void>(device);
+        static_cast<void>(ascending_values), static_cast<void>(column_major_vectors), static_cast<void>(ctx);
+        return false;
+    }
+    /// Uploads a square CSR matrix (num_rows = offsets.size() - 1; int64 offsets, int32
+    /// column indices, double values) to `device`. Null when this provider has no sparse
+    /// products (the default). Throws DeviceOutOfMemory / DeviceError.
+    virtual std::unique_ptr<DeviceSparseMatrix> upload_sparse_matrix(std::span<const std::int64_t> offsets,
+                                                                     std::span<const std::int32_t> columns,
+                                                                     std::span<const double> values, int device) const {
+        static_cast<void>(offsets), static_cast<void>(columns), static_cast<void>(values), static_cast<void>(device);
+        return nullptr;
     }
 };
 

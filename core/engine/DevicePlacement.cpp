@@ -116,4 +116,39 @@ std::function<bool(const DenseMatrix<float>&, int, KnnGraph&, JobContext&)> acce
     };
 }
 
+decltype(PcaOptions::accelerated_eigensolver) accelerated_pca_eigensolver(const DeviceProvider* provider,
+                                                                          const ShardSet& shards) {
+    const std::vector<int> devices = cuda_devices_of(shards);
+    if (provider == nullptr || devices.empty() || shards.num_genes() < kDeviceEigensolverMinGenes) return {};
+    const int device = devices.front();
+    return [provider, device](const DenseMatrix<double>& covariance, int components, std::vector<double>& values,
+                              std::vector<double>& vectors, JobContext& ctx) {
+        try {
+            return provider->symmetric_eigenpairs(covariance, components, device, values, vectors, ctx);
+        } catch (const DeviceError& error) {
+            ctx.report(ctx.progress().fraction, std::string(error.what()) + "; the PCA eigendecomposition runs on the CPU instead");
+            return false;
+        }
+    };
+}
+
+decltype(UmapOptions::accelerated_spectral_operator) accelerated_spectral_operator(const DeviceProvider* provider,
+                                                                                   const ShardSet& shards) {
+    const std::vector<int> devices = cuda_devices_of(shards);
+    if (provider == nullptr || devices.empty()) return {};
+    const int device = devices.front();
+    return [provider, device](std::span<const std::int64_t> offsets, std::span<const std::int32_t> columns,
+                              std::span<const double> values, JobContext& ctx) -> std::function<void(const double*, double*)> {
+        std::shared_ptr<DeviceSparseMatrix> matrix;
+        try {
+            matrix = provider->upload_sparse_matrix(offsets, columns, values, device);
+        } catch (const DeviceOutOfMemory& error) {
+            ctx.report(ctx.progress().fraction, std::string(error.what()) + "; the spectral initialisation runs on the CPU instead");
+            return {};
+        }
+        if (!matrix) return {};
+        return [matrix](const double* x, double* y) { matrix->multiply(x, y, 1); };
+    };
+}
+
 }  // namespace fathom::detail

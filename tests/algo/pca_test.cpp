@@ -159,5 +159,90 @@ TEST(Pca, StopsWhenCancelled) {
     EXPECT_THROW(pca(shards, scaling, PcaOptions{}, ctx), Cancelled);
 }
 
+// ---- an accelerator's eigensolver (PcaOptions::accelerated_eigensolver) ----
+
+/// What cusolverDnDsyevdx returns for the top `components` eigenpairs (ascending, the
+/// vectors as columns), computed on the host by the same Eigen solver as the CPU path,
+/// with every other vector negated as a different solver may return it.
+bool syevdx_like(const DenseMatrix<double>& covariance, int components, std::vector<double>& values,
+                 std::vector<double>& vectors, int& calls) {
+    ++calls;
+    const auto size = covariance.rows();
+    const Eigen::Map<const Eigen::MatrixXd> matrix(covariance.data(), size, size);
+    const Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> solver(matrix);
+    values.assign(solver.eigenvalues().data() + (size - components), solver.eigenvalues().data() + size);
+    vectors.assign(solver.eigenvectors().data() + (size - components) * size, solver.eigenvectors().data() + size * size);
+    for (int column = 0; column < components; column += 2)
+        for (std::int64_t row = 0; row < size; ++row) vectors[static_cast<std::size_t>(row + column * size)] *= -1.0;
+    return true;
+}
+
+TEST(Pca, AcceleratedEigensolverGivesTheHostSolversResultWithTheSameSigns) {
+    const auto whole = step_counts(45, 300, 80);
+    auto shards = simulated_set(whole, 2);
+    JobContext ctx;
+    log1p(shards, ctx);
+    const auto scaling = scale(shards, ScaleOptions{}, ctx);
+    PcaOptions options;
+    options.num_components = 10;
+    options.solver = PcaSolver::Exact;
+    const auto host = pca(shards, scaling, options, ctx);
+    int calls = 0;
+    options.accelerated_eigensolver = [&calls](const DenseMatrix<double>& covariance, int components,
+                                               std::vector<double>& values, std::vector<double>& vectors, JobContext&) {
+        EXPECT_EQ(covariance.rows(), 80);
+        EXPECT_EQ(components, 10);
+        return syevdx_like(covariance, components, values, vectors, calls);
+    };
+    const auto accelerated = pca(shards, scaling, options, ctx);
+    EXPECT_EQ(calls, 1);
+    EXPECT_TRUE(accelerated.accelerated_solver);
+    EXPECT_FALSE(host.accelerated_solver);
+    EXPECT_EQ(accelerated.variance, host.variance) << "same ordering";
+    EXPECT_EQ(accelerated.variance_ratio, host.variance_ratio);
+    EXPECT_EQ(accelerated.scores, host.scores) << "negated vectors come out with the host's signs";
+    EXPECT_EQ(accelerated.loadings, host.loadings);
+}
+
+TEST(Pca, DecliningOrKrylovLeavesTheEigendecompositionToTheHost) {
+    const auto whole = step_counts(46, 300, 80);
+    auto shards = simulated_set(whole, 2);
+    JobContext ctx;
+    log1p(shards, ctx);
+    const auto scaling = scale(shards, ScaleOptions{}, ctx);
+    PcaOptions options;
+    options.num_components = 6;
+    const auto host = pca(shards, scaling, options, ctx);
+    int calls = 0;
+    options.accelerated_eigensolver = [&calls](const DenseMatrix<double>&, int, std::vector<double>&, std::vector<double>&,
+                                               JobContext&) {
+        ++calls;
+        return false;
+    };
+    const auto declined = pca(shards, scaling, options, ctx);
+    EXPECT_EQ(calls, 1);
+    EXPECT_FALSE(declined.accelerated_solver);
+    EXPECT_EQ(declined.scores, host.scores);
+    options.solver = PcaSolver::BlockKrylov;
+    const auto krylov = pca(shards, scaling, options, ctx);
+    EXPECT_EQ(calls, 1) << "an explicit BlockKrylov solver never asks the accelerator";
+    EXPECT_FALSE(krylov.exact_solver);
+}
+
+TEST(Pca, AcceleratedEigensolverOutputIsChecked) {
+    const auto shards = simulated_set(step_counts(47, 100, 20), 1);
+    JobContext ctx;
+    const auto scaling = scale(shards, ScaleOptions{}, ctx);
+    PcaOptions options;
+    options.num_components = 3;
+    options.accelerated_eigensolver = [](const DenseMatrix<double>& covariance, int components, std::vector<double>& values,
+                                         std::vector<double>& vectors, JobContext&) {
+        values.assign(static_cast<std::size_t>(components - 1), 1.0);  // one pair short
+        vectors.assign(values.size() * static_cast<std::size_t>(covariance.rows()), 0.0);
+        return true;
+    };
+    EXPECT_THROW(pca(shards, scaling, options, ctx), std::invalid_argument);
+}
+
 }  // namespace
 }  // namespace fathom::test

@@ -10,12 +10,14 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <memory>
 #include <random>
 
 #include "core/algo/neighbors.hpp"
 #include "core/algo/spectral.hpp"
 #include "core/algo/umap.hpp"
 #include "core/engine/JobContext.hpp"
+#include "core/types/errors.hpp"
 #include "tests/support/graph_metrics.hpp"
 #include "tests/support/npy.hpp"
 #include "tests/support/paths.hpp"
@@ -85,6 +87,90 @@ TEST(Spectral, KrylovSchurMatchesDenseEigenvectors) {
         const double cosine = std::fabs(ours.normalized().dot(solver.eigenvectors().col(column + 1)));
         EXPECT_GT(cosine, 0.999) << "eigenvector " << column + 1;
     }
+}
+
+// ---- an accelerator's sparse product (SpectralOptions::accelerated_operator) ----
+
+TEST(Spectral, NormalizedAdjacencyCsrMultipliesLikeTheDenseOperator) {
+    const auto graph = graph_of(mixture(300, 8, 2, 21, 1.5f));
+    const auto csr = normalized_adjacency_csr(graph);
+    ASSERT_EQ(csr.num_vertices, 300);
+    EXPECT_EQ(csr.offsets, graph.row_offsets);
+    const auto n = graph.num_cells;
+    Eigen::MatrixXd adjacency = Eigen::MatrixXd::Zero(n, n);
+    for (std::int64_t row = 0; row < n; ++row)
+        for (std::size_t entry = 0; entry < graph.row_indices(row).size(); ++entry)
+            adjacency(row, graph.row_indices(row)[entry]) = graph.row_values(row)[entry];
+    const Eigen::VectorXd scale = adjacency.rowwise().sum().cwiseSqrt().cwiseInverse();
+    const Eigen::MatrixXd normalized = scale.asDiagonal() * adjacency * scale.asDiagonal();
+    std::mt19937_64 generator(5);
+    std::normal_distribution<double> normal;
+    Eigen::VectorXd x(n), y(n);
+    for (std::int64_t row = 0; row < n; ++row) x[row] = normal(generator);
+    multiply(csr, x.data(), y.data());
+    EXPECT_LT((y - normalized * x).norm(), 1e-12 * x.norm());
+}
+
+/// A stand-in accelerator: the host product over the CSR it is given (what the device
+/// computes), counting uploads and products; throws DeviceError from product
+/// `fail_at` on (0 = never).
+struct HostOperator {
+    int uploads = 0, products = 0, fail_at = 0;
+    decltype(SpectralOptions::accelerated_operator) factory() {
+        return [this](std::span<const std::int64_t> offsets, std::span<const std::int32_t> columns, std::span<const double> values,
+                      JobContext&) -> std::function<void(const double*, double*)> {
+            ++uploads;
+            auto matrix = std::make_shared<NormalizedAdjacencyCsr>();
+            matrix->num_vertices = static_cast<std::int64_t>(offsets.size()) - 1;
+            matrix->offsets.assign(offsets.begin(), offsets.end());
+            matrix->columns.assign(columns.begin(), columns.end());
+            matrix->values.assign(values.begin(), values.end());
+            return [this, matrix](const double* x, double* y) {
+                if (fail_at > 0 && ++products >= fail_at) throw DeviceError("cuda:0: cusparseSpMM(...) failed: CUSPARSE_STATUS_EXECUTION_FAILED");
+                if (fail_at == 0) ++products;
+                multiply(*matrix, x, y);
+            };
+        };
+    }
+};
+
+TEST(Spectral, AcceleratedOperatorGivesTheHostLayout) {
+    const auto graph = graph_of(mixture(800, 10, 3, 11, 1.5f));
+    JobContext ctx;
+    SpectralOptions options;
+    options.tolerance = 1e-8;
+    const auto host = spectral_layout(graph, {}, options, ctx);
+    ASSERT_EQ(host.num_graph_components, 1);
+    HostOperator device;
+    options.accelerated_operator = device.factory();
+    const auto accelerated = spectral_layout(graph, {}, options, ctx);
+    EXPECT_EQ(device.uploads, 1);
+    EXPECT_GT(device.products, 10) << "the Krylov-Schur iteration multiplies through the accelerator";
+    EXPECT_TRUE(accelerated.converged);
+    ASSERT_EQ(accelerated.coordinates.rows(), host.coordinates.rows());
+    double worst = 0.0;
+    for (std::size_t index = 0; index < host.coordinates.values().size(); ++index)
+        worst = std::max(worst, std::fabs(host.coordinates.values()[index] - accelerated.coordinates.values()[index]));
+    EXPECT_LT(worst, 1e-6) << "same method, same start, same signs; only the product's rounding differs";
+}
+
+TEST(Spectral, DeviceFailureMidSolveRestartsOnTheHostAndDecliningKeepsTheHostPath) {
+    const auto graph = graph_of(mixture(800, 10, 3, 11, 1.5f));
+    JobContext ctx;
+    SpectralOptions options;
+    const auto host = spectral_layout(graph, {}, options, ctx);
+    HostOperator failing;
+    failing.fail_at = 5;
+    options.accelerated_operator = failing.factory();
+    const auto recovered = spectral_layout(graph, {}, options, ctx);
+    EXPECT_EQ(failing.products, 5);
+    EXPECT_EQ(recovered.coordinates, host.coordinates) << "the host repeats the whole solve from the same start";
+    EXPECT_EQ(recovered.restarts, host.restarts);
+    EXPECT_NE(ctx.progress().message.find("CUSPARSE_STATUS_EXECUTION_FAILED; the spectral initialisation runs on the CPU instead"),
+              std::string::npos) << ctx.progress().message;
+    options.accelerated_operator = [](std::span<const std::int64_t>, std::span<const std::int32_t>, std::span<const double>,
+                                      JobContext&) { return std::function<void(const double*, double*)>(); };
+    EXPECT_EQ(spectral_layout(graph, {}, options, ctx).coordinates, host.coordinates);
 }
 
 TEST(Spectral, ThreeComponentsSpanTheNextThreeEigenvectors) {

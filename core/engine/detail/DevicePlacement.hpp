@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/algo/knn.hpp"
+#include "core/algo/pca.hpp"
 #include "core/algo/umap.hpp"
 #include "core/backend/DeviceProvider.hpp"
 #include "core/backend/ShardSet.hpp"
@@ -38,5 +39,24 @@ std::function<bool(const DenseMatrix<float>&, int, KnnGraph&, JobContext&)> acce
 /// CPU runs the epochs) and the job's progress message says so.
 decltype(UmapOptions::accelerated_sgd) accelerated_umap(const DeviceProvider* provider, const ShardSet& shards,
                                                         int publish_every);
+
+/// Covariances with fewer genes than this stay on the host: below it Eigen's exact
+/// solver takes well under a second and the transfer and solver setup would dominate.
+inline constexpr std::int64_t kDeviceEigensolverMinGenes = 512;
+
+/// PCA's eigendecomposition by cuSOLVER on the first CUDA device among `shards`, for
+/// PcaOptions::accelerated_eigensolver. Empty when no shard is on a CUDA device, there
+/// is no provider, or the covariance has fewer than kDeviceEigensolverMinGenes genes.
+/// Declines on any device error (out of memory, a solver failure), so the host solves,
+/// and the job's progress message says so.
+decltype(PcaOptions::accelerated_eigensolver) accelerated_pca_eigensolver(const DeviceProvider* provider,
+                                                                          const ShardSet& shards);
+
+/// The spectral initialisation's sparse product on the first CUDA device among
+/// `shards`, for UmapOptions::accelerated_spectral_operator. Empty when no shard is on
+/// a CUDA device or there is no provider. Declines (the host multiplies) when the
+/// matrix does not fit on the device, saying so in the job's progress message.
+decltype(UmapOptions::accelerated_spectral_operator) accelerated_spectral_operator(const DeviceProvider* provider,
+                                                                                   const ShardSet& shards);
 
 }  // namespace fathom::detail
