@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/backend/GlBufferWriter.hpp"
 #include "ui/GlShaders.hpp"
 #include "ui/ImGuiLayer.hpp"
 #include "ui/SpatialGrid.hpp"
@@ -52,6 +53,15 @@ ImVec4 to_imvec4(Rgba8 color, float alpha = 1.0f) {
 }
 
 QString format_count(std::int64_t value) { return QLocale(QLocale::English).toString(static_cast<qlonglong>(value)); }
+
+/// Writes into the GL_ARRAY_BUFFER `buffer` (bound): through the accelerator's GL
+/// interop when the application installed one (gpu/gl_interop.hpp, CUDA; untested on a
+/// real GPU display), else, or when it declines, by glBufferSubData.
+void write_array_buffer(QOpenGLExtraFunctions* gl, GlBufferWriter* writer, GLuint buffer, GLintptr offset, GLsizeiptr bytes,
+                        const void* data) {
+    if (writer == nullptr || !writer->write(buffer, static_cast<std::size_t>(offset), data, static_cast<std::size_t>(bytes)))
+        gl->glBufferSubData(GL_ARRAY_BUFFER, offset, bytes, data);
+}
 
 }  // namespace
 
@@ -113,6 +123,7 @@ struct PlotView::Private {
     bool gl_ready = false;
     QString gl_error;
     GLuint vertex_array = 0, position_buffer = 0, attribute_buffer = 0, index_buffer = 0;
+    std::unique_ptr<GlBufferWriter> buffer_writer;  // accelerator GL interop, or null
     GLuint empty_vertex_array = 0;
     std::int64_t gpu_capacity = -1;
     std::uint64_t gpu_generation = ~0ULL;
@@ -746,6 +757,7 @@ void PlotView::initializeGL() {
     d->index_valid = false;
     d->scene_size = d->density_size = QSize();
     d->overlay.set_light_style(d->theme == Theme::Light);
+    d->buffer_writer = make_gl_buffer_writer();
     d->gl_ready = true;
     markSceneDirty(true);
 }
@@ -813,8 +825,8 @@ void PlotView::uploadPending() {
     if (d->attributes_dirty && count > 0 && static_cast<std::int64_t>(d->attributes.size()) == count) {
         // A colouring or filter change: rewrite the whole attribute buffer, nothing else.
         gl->glBindBuffer(GL_ARRAY_BUFFER, d->attribute_buffer);
-        gl->glBufferSubData(GL_ARRAY_BUFFER, 0, static_cast<GLsizeiptr>(count) * sizeof(PointAttribute),
-                            d->attributes.data());
+        write_array_buffer(gl, d->buffer_writer.get(), d->attribute_buffer, 0,
+                           static_cast<GLsizeiptr>(count) * sizeof(PointAttribute), d->attributes.data());
         d->stats.attribute_bytes += count * static_cast<std::int64_t>(sizeof(PointAttribute));
         d->attributes_follow_batches = false;
     }
@@ -839,14 +851,14 @@ void PlotView::uploadPending() {
             const std::int64_t begin = d->uploaded;
             const std::int64_t batch = std::min(d->batch_size, count - begin);
             gl->glBindBuffer(GL_ARRAY_BUFFER, d->position_buffer);
-            gl->glBufferSubData(GL_ARRAY_BUFFER, static_cast<GLintptr>(begin) * 2 * sizeof(float),
-                                static_cast<GLsizeiptr>(batch) * 2 * sizeof(float), d->positions.data() + 2 * begin);
+            write_array_buffer(gl, d->buffer_writer.get(), d->position_buffer, static_cast<GLintptr>(begin) * 2 * sizeof(float),
+                               static_cast<GLsizeiptr>(batch) * 2 * sizeof(float), d->positions.data() + 2 * begin);
             d->stats.position_bytes += batch * 2 * static_cast<std::int64_t>(sizeof(float));
             ++d->stats.position_batches;
             if (d->attributes_follow_batches) {
                 gl->glBindBuffer(GL_ARRAY_BUFFER, d->attribute_buffer);
-                gl->glBufferSubData(GL_ARRAY_BUFFER, static_cast<GLintptr>(begin) * sizeof(PointAttribute),
-                                    static_cast<GLsizeiptr>(batch) * sizeof(PointAttribute), d->attributes.data() + begin);
+                write_array_buffer(gl, d->buffer_writer.get(), d->attribute_buffer, static_cast<GLintptr>(begin) * sizeof(PointAttribute),
+                                   static_cast<GLsizeiptr>(batch) * sizeof(PointAttribute), d->attributes.data() + begin);
                 d->stats.attribute_bytes += batch * static_cast<std::int64_t>(sizeof(PointAttribute));
             }
             d->uploaded = begin + batch;

@@ -10,6 +10,9 @@
 #include <exception>
 
 #include "gpu/provider.hpp"
+#if defined(FATHOM_HAVE_CUDA_GL)
+#include "gpu/gl_interop.hpp"
+#endif
 #include "ui/MainWindow.hpp"
 #include "ui/PlotView.hpp"
 #include "ui/ScriptRunner.hpp"
@@ -52,6 +55,11 @@ int main(int argc, char** argv) {
     fathom::EngineConfig config;
     if (!options->devices.isEmpty()) config.devices = options->devices.toStdString();
     config.device_provider = fathom::gpu::make_device_provider();
+#if defined(FATHOM_HAVE_CUDA_GL)
+    // The plot writes its buffers through CUDA-GL interop when its GL context is on a
+    // CUDA GPU (else, and on any failure, through GL as before).
+    fathom::set_gl_buffer_writer_factory([] { return fathom::gpu::make_gl_buffer_writer(); });
+#endif
     std::unique_ptr<fathom::ui::MainWindow> window;
     try {
         window = std::make_unique<fathom::ui::MainWindow>(config, options->screenshot.isEmpty() && options->export_figure.isEmpty());
