@@ -10,10 +10,12 @@
 #include <cuda_runtime_api.h>
 
 #include "core/backend/CpuBackend.hpp"
+#include "core/backend/projection.hpp"
 #include "core/backend/shard_checks.hpp"
 #include "gpu/detail/cuda_check.hpp"
 #include "gpu/detail/launch.hpp"
 #include "gpu/detail/device_array.hpp"
+#include "gpu/detail/library_check.hpp"
 #include "gpu/shard_kernels.hpp"
 
 namespace fathom::gpu {
@@ -463,6 +465,31 @@ DeviceBlock device_block(const std::vector<std::int32_t>& map, const Standardiza
     return block;
 }
 
+/// A cuSPARSE handle on a stream and the descriptors of one product, released on scope
+/// exit (every call checked).
+struct SparseProduct {
+    cusparseHandle_t handle = nullptr;
+    cusparseSpMatDescr_t tile = nullptr;
+    cusparseDnMatDescr_t weights = nullptr, scores = nullptr;
+    explicit SparseProduct(cudaStream_t stream) {
+        FATHOM_CUSPARSE_CHECK(cusparseCreate(&handle));
+        FATHOM_CUSPARSE_CHECK(cusparseSetStream(handle, stream));
+    }
+    void release_tile() noexcept {
+        if (tile != nullptr) cusparseDestroySpMat(tile);
+        if (scores != nullptr) cusparseDestroyDnMat(scores);
+        tile = nullptr;
+        scores = nullptr;
+    }
+    ~SparseProduct() {
+        release_tile();
+        if (weights != nullptr) cusparseDestroyDnMat(weights);
+        if (handle != nullptr) cusparseDestroy(handle);
+    }
+    SparseProduct(const SparseProduct&) = delete;
+    SparseProduct& operator=(const SparseProduct&) = delete;
+};
+
 std::int64_t tile_rows_for(std::int64_t width, std::int64_t rows) {
     return std::clamp<std::int64_t>(kTileBytes / (8 * std::max<std::int64_t>(1, width)), 1, std::max<std::int64_t>(1, rows));
 }
@@ -525,6 +552,17 @@ GramResult CudaBackend::gram(GeneBlock genes, const Standardization& standardiza
     }, [&](const CpuBackend& host) { return host.gram(genes, standardization, ctx); });
 }
 
+namespace {
+
+/// Unclipped projection as the CPU computes it (core/backend/projection.hpp): the stored
+/// entries of row tiles, widened to 64-bit double CSR on the device, times the block
+/// weights spread over the genes by cuSPARSE SpMM (no transpose: the same result on
+/// every run), minus the offset on the host. Host loop: kernels::project_tile_host.
+DenseMatrix<double> project_sparse(const CudaBackend::Impl& impl, const std::vector<std::int32_t>& map,
+                                   const ProjectionRequest& request, std::int64_t block_size, JobContext& ctx);
+
+}  // namespace
+
 DenseMatrix<double> CudaBackend::project(const ProjectionRequest& request, JobContext& ctx) const {
     return device_or_host<DenseMatrix<double>>(*this, "project", ctx, [&]() -> DenseMatrix<double> {
         const auto& impl = *m_impl;
@@ -542,7 +580,8 @@ DenseMatrix<double> CudaBackend::project(const ProjectionRequest& request, JobCo
         DenseMatrix<double> scores(impl.rows(), components, 0.0);
         if (impl.rows() == 0 || components == 0 || block_size == 0) return scores;
         use_device(impl.device);
-        // scores tile (rows x components, row-major) = Z tile (rows x block) * loadings
+        if (!request.standardization.clipped()) return project_sparse(impl, map, request, block_size, ctx);
+        // Clipped: scores tile (rows x components, row-major) = Z tile (rows x block) * loadings
         // (block x components, row-major): column-major, S' = L' Z' with L' components x block.
         const DeviceBlock block = device_block(map, request.standardization, request.center, impl.device, impl.stream);
         const auto loadings_device = upload(std::span<const double>(loadings.values()), impl.device, impl.stream);
@@ -566,6 +605,71 @@ DenseMatrix<double> CudaBackend::project(const ProjectionRequest& request, JobCo
         return scores;
     }, [&](const CpuBackend& host) { return host.project(request, ctx); });
 }
+
+namespace {
+
+DenseMatrix<double> project_sparse(const CudaBackend::Impl& impl, const std::vector<std::int32_t>& map,
+                                   const ProjectionRequest& request, std::int64_t block_size, JobContext& ctx) {
+    const std::int64_t components = request.loadings->cols();
+    DenseMatrix<double> scores(impl.rows(), components, 0.0);
+    const auto projection = backend_detail::sparse_projection(request, block_size);
+    const auto weights_host = kernels::gene_weights(map.data(), impl.num_genes, projection.weights, components);
+    const auto weights = upload(std::span<const double>(weights_host), impl.device, impl.stream);
+    // Tiles bounded by kTileBytes of widened entries (16 bytes each) and of scores.
+    const auto bounds = kernels::projection_tiles(impl.host_offsets, std::max<std::int64_t>(1, kTileBytes / 16),
+                                                  std::max<std::int64_t>(1, kTileBytes / (8 * components)));
+    std::int64_t max_rows = 1, max_entries = 1;
+    for (std::size_t tile = 0; tile + 1 < bounds.size(); ++tile) {
+        max_rows = std::max(max_rows, bounds[tile + 1] - bounds[tile]);
+        max_entries = std::max(max_entries, impl.host_offsets[static_cast<std::size_t>(bounds[tile + 1])] -
+                                                impl.host_offsets[static_cast<std::size_t>(bounds[tile])]);
+    }
+    DeviceArray<std::int64_t> tile_offsets(max_rows + 1, impl.device), tile_columns(max_entries, impl.device);
+    DeviceArray<double> tile_values(max_entries, impl.device), tile_scores(max_rows * components, impl.device);
+    DeviceArray<unsigned char> buffer;
+    SparseProduct product(impl.stream);
+    FATHOM_CUSPARSE_CHECK(cusparseCreateDnMat(&product.weights, impl.num_genes, components, components,
+                                              const_cast<double*>(weights.data()), CUDA_R_64F, CUSPARSE_ORDER_ROW));
+    const double one = 1.0, zero = 0.0;
+    for (std::size_t tile = 0; tile + 1 < bounds.size(); ++tile) {
+        ctx.checkpoint();
+        const std::int64_t begin = bounds[tile], rows = bounds[tile + 1] - begin;
+        const std::int64_t first_entry = impl.host_offsets[static_cast<std::size_t>(begin)];
+        const std::int64_t entries = impl.host_offsets[static_cast<std::size_t>(begin + rows)] - first_entry;
+        if (entries > 0) {
+            detail::launch_widen_tile(impl.stream, impl.offsets.data(), impl.genes.data(), impl.values.data(), begin, rows,
+                                      first_entry, entries, tile_offsets.data(), tile_columns.data(), tile_values.data());
+            FATHOM_CUSPARSE_CHECK(cusparseCreateCsr(&product.tile, rows, impl.num_genes, entries, tile_offsets.data(),
+                                                    tile_columns.data(), tile_values.data(), CUSPARSE_INDEX_64I,
+                                                    CUSPARSE_INDEX_64I, CUSPARSE_INDEX_BASE_ZERO, CUDA_R_64F));
+            FATHOM_CUSPARSE_CHECK(cusparseCreateDnMat(&product.scores, rows, components, components, tile_scores.data(),
+                                                      CUDA_R_64F, CUSPARSE_ORDER_ROW));
+            std::size_t buffer_bytes = 0;
+            FATHOM_CUSPARSE_CHECK(cusparseSpMM_bufferSize(product.handle, CUSPARSE_OPERATION_NON_TRANSPOSE,
+                                                          CUSPARSE_OPERATION_NON_TRANSPOSE, &one, product.tile, product.weights,
+                                                          &zero, product.scores, CUDA_R_64F, CUSPARSE_SPMM_ALG_DEFAULT,
+                                                          &buffer_bytes));
+            if (static_cast<std::int64_t>(buffer_bytes) > buffer.size())
+                buffer = DeviceArray<unsigned char>(static_cast<std::int64_t>(buffer_bytes), impl.device);
+            FATHOM_CUSPARSE_CHECK(cusparseSpMM(product.handle, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE,
+                                               &one, product.tile, product.weights, &zero, product.scores, CUDA_R_64F,
+                                               CUSPARSE_SPMM_ALG_DEFAULT, buffer.data()));
+            FATHOM_CUDA_CHECK(cudaMemcpyAsync(scores.row(begin).data(), tile_scores.data(),
+                                              static_cast<std::size_t>(rows * components) * sizeof(double),
+                                              cudaMemcpyDeviceToHost, impl.stream));
+            impl.sync();  // one tile in flight: keeps cancellation prompt
+            product.release_tile();
+        }
+        for (std::int64_t row = begin; row < begin + rows; ++row) {
+            auto out = scores.row(row);
+            for (std::int64_t component = 0; component < components; ++component)
+                out[static_cast<std::size_t>(component)] -= projection.offset[static_cast<std::size_t>(component)];
+        }
+    }
+    return scores;
+}
+
+}  // namespace
 
 void CudaBackend::scale_rows(std::span<const double> factors, JobContext& ctx) {
     auto& impl = *m_impl;

@@ -2,8 +2,10 @@
 /// The CUDA backend: one row shard resident in one GPU's memory (CSR with int64 row
 /// offsets, int32 gene indices, float32 values). Implements every Backend primitive
 /// with the kernels of gpu/kernels.cu (arithmetic shared with host loops in
-/// gpu/shard_kernels.hpp) and cuBLAS for the dense products (Gram matrix by DSYRK and
-/// projection by DGEMM on dense standardised row tiles of bounded size).
+/// gpu/shard_kernels.hpp) and cuBLAS / cuSPARSE for the products: the Gram matrix by
+/// DSYRK on dense standardised row tiles of bounded size; the projection by cuSPARSE
+/// SpMM on the stored entries when unclipped (the CPU's arithmetic), by DGEMM on dense
+/// tiles when clipped.
 ///
 /// Public header: compiles without nvcc. Only usable in a build with FATHOM_HAVE_CUDA.
 /// Every CUDA / cuBLAS call is checked (gpu::CudaError); a failed device allocation

@@ -122,6 +122,18 @@ __global__ void fill_tile_kernel(const std::int64_t* offsets, const std::int32_t
         fill_standardized_row(offsets, genes, values, block, first_row + local, width, tile + local * width);
 }
 
+__global__ void widen_tile_offsets_kernel(const std::int64_t* offsets, std::int64_t first_row, std::int64_t rows,
+                                          std::int64_t* tile_offsets) {
+    for (std::int64_t local = global_thread(); local <= rows; local += grid_stride())
+        tile_offsets[local] = tile_row_offset(offsets, first_row, local);
+}
+
+__global__ void widen_tile_entries_kernel(const std::int32_t* genes, const float* values, std::int64_t first_entry,
+                                          std::int64_t entries, std::int64_t* columns, double* tile_values) {
+    for (std::int64_t entry = global_thread(); entry < entries; entry += grid_stride())
+        widen_tile_entry(genes, values, first_entry, entry, columns + entry, tile_values + entry);
+}
+
 }  // namespace
 
 void launch_row_stats(cudaStream_t stream, const std::int64_t* offsets, const std::int32_t* genes, const float* values,
@@ -211,6 +223,18 @@ void launch_fill_tile(cudaStream_t stream, const std::int64_t* offsets, const st
     fill_tile_kernel<<<blocks_for(rows), kThreads, 0, stream>>>(offsets, genes, values, block, first_row, rows, width,
                                                                  tile);
     FATHOM_CUDA_CHECK_LAUNCH("fill_tile_kernel");
+}
+
+void launch_widen_tile(cudaStream_t stream, const std::int64_t* offsets, const std::int32_t* genes, const float* values,
+                       std::int64_t first_row, std::int64_t rows, std::int64_t first_entry, std::int64_t entries,
+                       std::int64_t* tile_offsets, std::int64_t* tile_columns, double* tile_values) {
+    if (rows <= 0) return;
+    widen_tile_offsets_kernel<<<blocks_for(rows + 1), kThreads, 0, stream>>>(offsets, first_row, rows, tile_offsets);
+    FATHOM_CUDA_CHECK_LAUNCH("widen_tile_offsets_kernel");
+    if (entries <= 0) return;
+    widen_tile_entries_kernel<<<blocks_for(entries), kThreads, 0, stream>>>(genes, values, first_entry, entries, tile_columns,
+                                                                            tile_values);
+    FATHOM_CUDA_CHECK_LAUNCH("widen_tile_entries_kernel");
 }
 
 }  // namespace fathom::gpu::detail

@@ -282,4 +282,77 @@ inline void group_stats_host(const std::int64_t* offsets, const std::int32_t* ge
     }
 }
 
+// ---- projection onto loadings as a sparse product (unclipped; cuSPARSE SpMM) ----
+//
+// scores = X W_genes - 1 offset^T (core/backend/projection.hpp), X taken in row tiles
+// of the shard converted to the 64-bit double CSR that cuSPARSE multiplies, W_genes
+// the block weights spread over every gene (zero rows for genes outside the block).
+
+/// Row offset `local` (0 .. rows) of the tile of rows starting at first_row, rebased to
+/// the tile's first entry.
+FATHOM_HD inline std::int64_t tile_row_offset(const std::int64_t* offsets, std::int64_t first_row, std::int64_t local) {
+    return offsets[first_row + local] - offsets[first_row];
+}
+
+/// Stored entry `entry` of the tile whose first entry is first_entry: the gene index
+/// widened to int64 and the value widened (exactly) to double.
+FATHOM_HD inline void widen_tile_entry(const std::int32_t* genes, const float* values, std::int64_t first_entry,
+                                       std::int64_t entry, std::int64_t* column, double* value) {
+    *column = genes[first_entry + entry];
+    *value = static_cast<double>(values[first_entry + entry]);
+}
+
+/// The block weights (block columns x components, row-major) spread over the genes:
+/// num_genes x components, row-major, zero rows for genes with block_column -1.
+inline std::vector<double> gene_weights(const std::int32_t* block_column, std::int64_t num_genes,
+                                        const std::vector<double>& block_weights, std::int64_t components) {
+    std::vector<double> out(static_cast<std::size_t>(num_genes * components), 0.0);
+    for (std::int64_t gene = 0; gene < num_genes; ++gene) {
+        const std::int32_t column = block_column[gene];
+        if (column < 0) continue;
+        for (std::int64_t component = 0; component < components; ++component)
+            out[static_cast<std::size_t>(gene * components + component)] =
+                block_weights[static_cast<std::size_t>(column * components + component)];
+    }
+    return out;
+}
+
+/// Row tiles for the SpMM: bounds (first rows, then rows) such that every tile holds at
+/// most max_entries stored entries and max_rows rows (at least one row each).
+inline std::vector<std::int64_t> projection_tiles(const std::vector<std::int64_t>& offsets, std::int64_t max_entries,
+                                                  std::int64_t max_rows) {
+    const std::int64_t rows = static_cast<std::int64_t>(offsets.size()) - 1;
+    std::vector<std::int64_t> bounds{0};
+    for (std::int64_t row = 0; row < rows;) {
+        const std::int64_t end = std::min(read_block_end(offsets, row, max_entries), row + std::max<std::int64_t>(1, max_rows));
+        bounds.push_back(end);
+        row = end;
+    }
+    return bounds;
+}
+
+/// Host loop of the SpMM projection of one tile [first_row, first_row + rows): the tile
+/// built entry by entry through the functions above, then each row's product in entry
+/// order minus the offset. out: rows x components, row-major.
+inline void project_tile_host(const std::int64_t* offsets, const std::int32_t* genes, const float* values,
+                              std::int64_t first_row, std::int64_t rows, const std::vector<double>& weights_by_gene,
+                              const std::vector<double>& offset, std::int64_t components, double* out) {
+    std::vector<std::int64_t> tile_offsets(static_cast<std::size_t>(rows + 1));
+    for (std::int64_t local = 0; local <= rows; ++local) tile_offsets[static_cast<std::size_t>(local)] = tile_row_offset(offsets, first_row, local);
+    const std::int64_t entries = tile_offsets.back();
+    std::vector<std::int64_t> columns(static_cast<std::size_t>(entries));
+    std::vector<double> tile_values(static_cast<std::size_t>(entries));
+    for (std::int64_t entry = 0; entry < entries; ++entry)
+        widen_tile_entry(genes, values, offsets[first_row], entry, &columns[static_cast<std::size_t>(entry)],
+                         &tile_values[static_cast<std::size_t>(entry)]);
+    for (std::int64_t local = 0; local < rows; ++local)
+        for (std::int64_t component = 0; component < components; ++component) {
+            double sum = 0.0;
+            for (std::int64_t entry = tile_offsets[static_cast<std::size_t>(local)]; entry < tile_offsets[static_cast<std::size_t>(local) + 1]; ++entry)
+                sum += tile_values[static_cast<std::size_t>(entry)] *
+                       weights_by_gene[static_cast<std::size_t>(columns[static_cast<std::size_t>(entry)] * components + component)];
+            out[local * components + component] = sum - offset[static_cast<std::size_t>(component)];
+        }
+}
+
 }  // namespace fathom::gpu::kernels

@@ -10,6 +10,7 @@
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
 
+#include "core/backend/projection.hpp"
 #include "core/backend/shard_checks.hpp"
 #include "core/data/ShardedCsr.hpp"
 
@@ -421,17 +422,9 @@ DenseMatrix<double> CpuBackend::project(const ProjectionRequest& request, JobCon
 
     if (!standardization.clipped()) {
         // score = sum over stored x of x * inv_std * L  -  sum over genes of (mean * inv_std + center) * L.
-        std::vector<double> weights(block * width);
-        std::vector<double> offset(width, 0.0);
-        for (std::size_t column = 0; column < block; ++column) {
-            const double inv = standardization.inv_std[column];
-            const double shift = standardization.mean[column] * inv + center(column);
-            for (std::size_t component = 0; component < width; ++component) {
-                const double loading = loadings(static_cast<std::int64_t>(column), static_cast<std::int64_t>(component));
-                weights[column * width + component] = inv * loading;
-                offset[component] += shift * loading;
-            }
-        }
+        const auto projection = backend_detail::sparse_projection(request, block_size);
+        const std::vector<double>& weights = projection.weights;
+        const std::vector<double>& offset = projection.offset;
         parallel_rows(m_shard, ctx, [&](std::int64_t row) {
             auto out = scores.row(row);
             for (std::size_t component = 0; component < width; ++component) out[component] = -offset[component];

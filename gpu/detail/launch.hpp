@@ -63,6 +63,13 @@ void launch_fill_tile(cudaStream_t stream, const std::int64_t* offsets, const st
                       const kernels::BlockTransform& block, std::int64_t first_row, std::int64_t rows, std::int64_t width,
                       double* tile);
 
+/// Rows [first_row, first_row + rows) as 64-bit double CSR for cuSPARSE: tile_offsets
+/// (rows + 1, rebased to first_entry = offsets[first_row]), tile_columns and
+/// tile_values (`entries` each).
+void launch_widen_tile(cudaStream_t stream, const std::int64_t* offsets, const std::int32_t* genes, const float* values,
+                       std::int64_t first_row, std::int64_t rows, std::int64_t first_entry, std::int64_t entries,
+                       std::int64_t* tile_offsets, std::int64_t* tile_columns, double* tile_values);
+
 // ---- exact kNN (gpu/knn.cu; arithmetic in gpu/knn_kernels.hpp) ----
 
 /// norms[p] = squared norm of point p in float (points: row-major num_points x dims).

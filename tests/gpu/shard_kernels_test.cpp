@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "core/backend/CpuBackend.hpp"
+#include "core/backend/projection.hpp"
 #include "gpu/shard_kernels.hpp"
 #include "tests/support/simulate.hpp"
 
@@ -403,6 +404,46 @@ TEST(ShardKernels, CentredTilesGiveTheCpuProjection) {
                 EXPECT_NEAR(score, expected(row, component), 1e-9 * (1 + std::abs(score)));
             }
     }
+}
+
+TEST(ShardKernels, SparseProjectionTilesGiveTheCpuProjection) {
+    const auto shard = simulated(31, 240, 35);
+    const auto block = make_block(shard);
+    const auto width = static_cast<std::int64_t>(block.genes.size());
+    DenseMatrix<double> loadings(width, 4);
+    for (std::int64_t gene = 0; gene < width; ++gene)
+        for (std::int64_t component = 0; component < 4; ++component) loadings(gene, component) = std::sin(0.3 * static_cast<double>(gene * 4 + component) + 0.2);
+    std::vector<double> center(static_cast<std::size_t>(width));
+    for (std::size_t column = 0; column < center.size(); ++column) center[column] = 0.03 * static_cast<double>(column) - 0.2;
+    ProjectionRequest request;
+    request.genes = block.genes;
+    request.standardization = Standardization{block.mean, block.inv_std, {}, {}};
+    request.center = center;
+    request.loadings = &loadings;
+    JobContext ctx;
+    const auto expected = CpuBackend(shard, 0).project(request, ctx);
+    const auto projection = backend_detail::sparse_projection(request, width);
+    const auto weights = k::gene_weights(block.map.data(), shard.num_genes, projection.weights, 4);
+    // Small tiles (at most 37 entries or 9 rows), as the device takes the shard in tiles.
+    const auto bounds = k::projection_tiles(shard.row_offsets, 37, 9);
+    ASSERT_EQ(bounds.front(), 0);
+    ASSERT_EQ(bounds.back(), shard.num_rows());
+    ASSERT_GT(bounds.size(), 20u);
+    DenseMatrix<double> scores(shard.num_rows(), 4, 0.0);
+    for (std::size_t tile = 0; tile + 1 < bounds.size(); ++tile) {
+        const std::int64_t rows = bounds[tile + 1] - bounds[tile];
+        ASSERT_GE(rows, 1);
+        ASSERT_LE(rows, 9);
+        if (rows > 1) {
+            EXPECT_LE(shard.row_offsets[static_cast<std::size_t>(bounds[tile + 1])] - shard.row_offsets[static_cast<std::size_t>(bounds[tile])], 37);
+        }
+        k::project_tile_host(shard.row_offsets.data(), shard.gene_indices.data(), shard.values.data(), bounds[tile], rows, weights,
+                             projection.offset, 4, scores.row(bounds[tile]).data());
+    }
+    for (std::int64_t row = 0; row < shard.num_rows(); ++row)
+        for (std::int64_t component = 0; component < 4; ++component)
+            EXPECT_NEAR(scores(row, component), expected(row, component), 1e-12 * (1 + std::abs(expected(row, component))))
+                << row << ", " << component;
 }
 
 }  // namespace
