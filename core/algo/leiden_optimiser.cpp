@@ -5,6 +5,7 @@
 #include <numeric>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 #include "core/engine/JobContext.hpp"
@@ -44,6 +45,13 @@ struct LevelGraph {
     std::vector<double> self_weight;   ///< weight of the self-loop (collapsed levels)
     std::vector<std::int64_t> node_size;
     double total_weight = 0.0;         ///< all edge weights summed in edge-id order
+    /// Every node's in-edges come from exactly its out-neighbours (a symmetric matrix):
+    /// igraph's IGRAPH_ALL order is then each neighbour's out-edge followed by its
+    /// in-edge, and the merge of the two lists is a walk over one.
+    bool symmetric_structure = false;
+    /// Also equal weights both ways (the first level of a symmetric graph): a node's
+    /// weights to and from a community are then the same sums.
+    bool symmetric_weights = false;
 };
 
 /// leidenalg's MutableVertexPartition administration that the RB configuration model
@@ -122,6 +130,15 @@ struct Cancellation {
 /// in-edges merged by neighbour, the out-edge first when both go to the same one.
 template <typename OnOut, typename OnIn>
 void for_all_edges(const LevelGraph& graph, Node v, OnOut&& on_out, OnIn&& on_in) {
+    if (graph.symmetric_structure) {
+        const auto begin = static_cast<std::size_t>(graph.out_offsets[static_cast<std::size_t>(v)]);
+        const auto end = static_cast<std::size_t>(graph.out_offsets[static_cast<std::size_t>(v) + 1]);
+        for (std::size_t edge = begin; edge < end; ++edge) {
+            on_out(graph.out_targets[edge], graph.out_weights[edge]);
+            on_in(graph.out_targets[edge], graph.in_weights[edge]);
+        }
+        return;
+    }
     std::int64_t out = graph.out_offsets[static_cast<std::size_t>(v)];
     const std::int64_t out_end = graph.out_offsets[static_cast<std::size_t>(v) + 1];
     std::int64_t in = graph.in_offsets[static_cast<std::size_t>(v)];
@@ -177,6 +194,12 @@ void finish_graph(LevelGraph& graph) {
             graph.strength_in[v] += graph.in_weights[static_cast<std::size_t>(edge)];
 }
 
+/// Sets the symmetry flags once out-edges are in target order.
+void detect_symmetry(LevelGraph& graph) {
+    graph.symmetric_structure = graph.in_offsets == graph.out_offsets && graph.in_sources == graph.out_targets;
+    graph.symmetric_weights = graph.symmetric_structure && graph.in_weights == graph.out_weights;
+}
+
 /// The first level: scanpy's graph, edges numbered in row-major order of the CSR
 /// (adjacency.nonzero()); rows are sorted, so that is also igraph's target order.
 LevelGraph base_graph(const CsrGraph& csr, bool use_weights) {
@@ -191,6 +214,10 @@ LevelGraph base_graph(const CsrGraph& csr, bool use_weights) {
             const Node column = csr.col_indices[static_cast<std::size_t>(entry)];
             const float value = csr.values[static_cast<std::size_t>(entry)];
             if (static_cast<std::size_t>(column) == row || value == 0.0f) continue;
+            // leidenalg refuses these ("Cannot accept negative / NaN / infinite weights").
+            if (use_weights && !(value > 0.0f && value <= FLT_MAX))
+                throw std::invalid_argument("leiden graph: row " + std::to_string(row) + ", column " + std::to_string(column) +
+                                            " has weight " + std::to_string(value) + "; weights must be finite and >= 0");
             graph.out_targets.push_back(column);
             graph.out_weights.push_back(use_weights ? static_cast<double>(value) : 1.0);
         }
@@ -199,6 +226,7 @@ LevelGraph base_graph(const CsrGraph& csr, bool use_weights) {
     graph.self_weight.assign(num_nodes, 0.0);
     graph.node_size.assign(num_nodes, 1);
     finish_graph(graph);
+    detect_symmetry(graph);
     return graph;
 }
 
@@ -281,16 +309,41 @@ void move_node(const LevelGraph& graph, Partition& partition, Node v, Node new_c
     }
     partition.cnodes[new_index] += 1;
     partition.csize[new_index] += size;
+    // Edge by edge, as leidenalg updates them (the rounding follows the same steps).
+    if (graph.symmetric_weights) {
+        // In-edges carry the out-edges' weights in the same order: one walk.
+        double from_old = partition.weight_from[old_index], from_new = partition.weight_from[new_index];
+        double to_old = partition.weight_to[old_index], to_new = partition.weight_to[new_index];
+        for (auto edge = graph.out_offsets[node]; edge < graph.out_offsets[node + 1]; ++edge) {
+            const double weight = graph.out_weights[static_cast<std::size_t>(edge)];
+            from_old -= weight;
+            from_new += weight;
+            to_old -= weight;
+            to_new += weight;
+        }
+        partition.weight_from[old_index] = from_old;
+        partition.weight_from[new_index] = from_new;
+        partition.weight_to[old_index] = to_old;
+        partition.weight_to[new_index] = to_new;
+        partition.membership[node] = new_comm;
+        return;
+    }
+    double from_old = partition.weight_from[old_index], from_new = partition.weight_from[new_index];
     for (auto edge = graph.out_offsets[node]; edge < graph.out_offsets[node + 1]; ++edge) {
         const double weight = graph.out_weights[static_cast<std::size_t>(edge)];
-        partition.weight_from[old_index] -= weight;
-        partition.weight_from[new_index] += weight;
+        from_old -= weight;
+        from_new += weight;
     }
+    partition.weight_from[old_index] = from_old;
+    partition.weight_from[new_index] = from_new;
+    double to_old = partition.weight_to[old_index], to_new = partition.weight_to[new_index];
     for (auto edge = graph.in_offsets[node]; edge < graph.in_offsets[node + 1]; ++edge) {
         const double weight = graph.in_weights[static_cast<std::size_t>(edge)];
-        partition.weight_to[old_index] -= weight;
-        partition.weight_to[new_index] += weight;
+        to_old -= weight;
+        to_new += weight;
     }
+    partition.weight_to[old_index] = to_old;
+    partition.weight_to[new_index] = to_new;
     partition.membership[node] = new_comm;
 }
 
@@ -317,8 +370,9 @@ void renumber(Partition& partition, std::vector<Node>& scratch) {
     std::vector<std::uint8_t> keep(static_cast<std::size_t>(count));
     for (Node old = 0; old < count; ++old) keep[static_cast<std::size_t>(old)] = partition.csize[static_cast<std::size_t>(old)] > 0;
     const auto permute_kept = [&](auto& values) {
-        auto copy = values;
-        std::fill(values.begin(), values.end(), 0);
+        const auto end = values.begin() + count;
+        const std::vector<typename std::decay_t<decltype(values)>::value_type> copy(values.begin(), end);
+        std::fill(values.begin(), end, 0);
         for (Node old = 0; old < count; ++old)
             if (keep[static_cast<std::size_t>(old)])
                 values[static_cast<std::size_t>(new_id[static_cast<std::size_t>(old)])] = copy[static_cast<std::size_t>(old)];
@@ -333,23 +387,30 @@ void renumber(Partition& partition, std::vector<Node>& scratch) {
         if (partition.csize[static_cast<std::size_t>(community)] == 0) partition.empty.push_back(community);
 }
 
-/// RBConfigurationVertexPartition::diff_move, term by term in leidenalg's order.
-struct DiffMove {
-    double resolution;
-    double total_weight;
-    double k_out, k_in, self_weight;
-    double w_to_old, w_from_old, K_out_old, K_in_old;
+/// RBConfigurationVertexPartition::diff_move, term by term in leidenalg's order. The
+/// old community's terms depend on v only and are computed once per node (the same
+/// operations, so the same value).
+class DiffMove {
+public:
+    DiffMove(double resolution, double total_weight, double k_out, double k_in, double self_weight, double w_to_old,
+             double w_from_old, double K_out_old, double K_in_old)
+        : m_resolution(resolution), m_total_weight(total_weight), m_k_out(k_out), m_k_in(k_in), m_self_weight(self_weight),
+          m_diff_old((w_to_old - resolution * k_out * K_in_old / total_weight) +
+                     (w_from_old - resolution * k_in * K_out_old / total_weight)) {}
 
+    /// Quality change of moving v into a community other than its own, given v's
+    /// weights to and from it and the community's total out- and in-weight.
     double operator()(double w_to_new, double w_from_new, double K_out_new_comm, double K_in_new_comm) const {
-        if (total_weight == 0.0) return 0.0;
-        const double K_out_new = K_out_new_comm + k_out;
-        const double K_in_new = K_in_new_comm + k_in;
-        const double diff_old = (w_to_old - resolution * k_out * K_in_old / total_weight) +
-                                (w_from_old - resolution * k_in * K_out_old / total_weight);
-        const double diff_new = (w_to_new + self_weight - resolution * k_out * K_in_new / total_weight) +
-                                (w_from_new + self_weight - resolution * k_in * K_out_new / total_weight);
-        return diff_new - diff_old;
+        if (m_total_weight == 0.0) return 0.0;
+        const double K_out_new = K_out_new_comm + m_k_out;
+        const double K_in_new = K_in_new_comm + m_k_in;
+        const double diff_new = (w_to_new + m_self_weight - m_resolution * m_k_out * K_in_new / m_total_weight) +
+                                (w_from_new + m_self_weight - m_resolution * m_k_in * K_out_new / m_total_weight);
+        return diff_new - m_diff_old;
     }
+
+private:
+    double m_resolution, m_total_weight, m_k_out, m_k_in, m_self_weight, m_diff_old;
 };
 
 /// Accumulates v's weights to and from each neighbouring community (leidenalg's
@@ -357,6 +418,20 @@ struct DiffMove {
 /// order of first appearance among v's neighbours in igraph's IGRAPH_ALL order.
 void gather(const LevelGraph& graph, const Partition& partition, Node v, Workspace& ws) {
     ws.candidates.clear();
+    if (graph.symmetric_weights) {
+        // The weights from each community are the same sums as those to it; only
+        // weight_to_comm is filled (see weight_from()). Weights are > 0, so a zero sum
+        // marks a community not met yet.
+        const auto begin = static_cast<std::size_t>(graph.out_offsets[static_cast<std::size_t>(v)]);
+        const auto end = static_cast<std::size_t>(graph.out_offsets[static_cast<std::size_t>(v) + 1]);
+        for (std::size_t edge = begin; edge < end; ++edge) {
+            const Node community = partition.membership[static_cast<std::size_t>(graph.out_targets[edge])];
+            double& sum = ws.weight_to_comm[static_cast<std::size_t>(community)];
+            if (sum == 0.0) ws.candidates.push_back(community);
+            sum += graph.out_weights[edge];
+        }
+        return;
+    }
     const auto touch = [&](Node community) {
         auto& added = ws.added[static_cast<std::size_t>(community)];
         if (!added) {
@@ -378,6 +453,11 @@ void gather(const LevelGraph& graph, const Partition& partition, Node v, Workspa
         });
 }
 
+/// v's weight from `community` as gathered (leidenalg's weight_from_comm).
+inline double weight_from(const LevelGraph& graph, const Workspace& ws, std::size_t community) {
+    return graph.symmetric_weights ? ws.weight_to_comm[community] : ws.weight_from_comm[community];
+}
+
 void clear_gathered(Workspace& ws) {
     for (const Node community : ws.candidates) {
         const auto index = static_cast<std::size_t>(community);
@@ -390,15 +470,9 @@ void clear_gathered(Workspace& ws) {
 DiffMove diff_for(const LevelGraph& graph, const Partition& partition, Node v, double resolution, const Workspace& ws) {
     const auto node = static_cast<std::size_t>(v);
     const auto old_index = static_cast<std::size_t>(partition.membership[node]);
-    return DiffMove{resolution,
-                    graph.total_weight,
-                    graph.strength_out[node],
-                    graph.strength_in[node],
-                    graph.self_weight[node],
-                    ws.weight_to_comm[old_index],
-                    ws.weight_from_comm[old_index],
-                    partition.weight_from[old_index],
-                    partition.weight_to[old_index]};
+    return DiffMove(resolution, graph.total_weight, graph.strength_out[node], graph.strength_in[node], graph.self_weight[node],
+                    ws.weight_to_comm[old_index], weight_from(graph, ws, old_index), partition.weight_from[old_index],
+                    partition.weight_to[old_index]);
 }
 
 /// Optimiser::move_nodes with ALL_NEIGH_COMMS and the empty community considered: the
@@ -439,7 +513,7 @@ double move_nodes(const LevelGraph& graph, Partition& partition, double resoluti
             if (community == v_comm) continue;  // diff_move is 0 there
             const auto c = static_cast<std::size_t>(community);
             const double improvement =
-                diff(ws.weight_to_comm[c], ws.weight_from_comm[c], partition.weight_from[c], partition.weight_to[c]);
+                diff(ws.weight_to_comm[c], weight_from(graph, ws, c), partition.weight_from[c], partition.weight_to[c]);
             if (improvement > max_improvement) {
                 max_comm = community;
                 max_improvement = improvement;
@@ -496,7 +570,7 @@ void merge_nodes_constrained(const LevelGraph& graph, Partition& partition, cons
             const auto c = static_cast<std::size_t>(community);
             const double improvement =
                 community == v_comm ? 0.0
-                                    : diff(ws.weight_to_comm[c], ws.weight_from_comm[c], partition.weight_from[c], partition.weight_to[c]);
+                                    : diff(ws.weight_to_comm[c], weight_from(graph, ws, c), partition.weight_from[c], partition.weight_to[c]);
             if (improvement >= max_improvement) {
                 max_comm = community;
                 max_improvement = improvement;
@@ -531,6 +605,8 @@ LevelGraph collapse(const LevelGraph& graph, const Partition& refined, Partition
     LevelGraph next;
     next.num_nodes = count;
     next.out_offsets.assign(static_cast<std::size_t>(count) + 1, 0);
+    next.out_targets.reserve(graph.out_targets.size() / 2);
+    next.out_weights.reserve(graph.out_targets.size() / 2);
     next.self_weight.assign(static_cast<std::size_t>(count), 0.0);
     next.node_size.assign(static_cast<std::size_t>(count), 0);
     for (Node c = 0; c < count; ++c) {
@@ -539,12 +615,10 @@ LevelGraph collapse(const LevelGraph& graph, const Partition& refined, Partition
             const auto v = static_cast<std::size_t>(ws.members[static_cast<std::size_t>(slot)]);
             for (auto edge = graph.out_offsets[v]; edge < graph.out_offsets[v + 1]; ++edge) {
                 const Node u_comm = refined.membership[static_cast<std::size_t>(graph.out_targets[static_cast<std::size_t>(edge)])];
-                const auto index = static_cast<std::size_t>(u_comm);
-                if (!ws.added[index]) {
-                    ws.added[index] = 1;
-                    ws.neighbour_comms.push_back(u_comm);
-                }
-                ws.weight_to_neighbour[index] += graph.out_weights[static_cast<std::size_t>(edge)];
+                // Weights are > 0: a zero sum marks a community not met yet.
+                double& sum = ws.weight_to_neighbour[static_cast<std::size_t>(u_comm)];
+                if (sum == 0.0) ws.neighbour_comms.push_back(u_comm);
+                sum += graph.out_weights[static_cast<std::size_t>(edge)];
             }
         }
         for (const Node u_comm : ws.neighbour_comms) {
@@ -553,7 +627,6 @@ LevelGraph collapse(const LevelGraph& graph, const Partition& refined, Partition
             next.out_weights.push_back(ws.weight_to_neighbour[index]);
             if (u_comm == c) next.self_weight[static_cast<std::size_t>(c)] = ws.weight_to_neighbour[index];
             ws.weight_to_neighbour[index] = 0.0;
-            ws.added[index] = 0;
         }
         next.out_offsets[static_cast<std::size_t>(c) + 1] = static_cast<std::int64_t>(next.out_targets.size());
         next.node_size[static_cast<std::size_t>(c)] = refined.csize[static_cast<std::size_t>(c)];
@@ -562,22 +635,23 @@ LevelGraph collapse(const LevelGraph& graph, const Partition& refined, Partition
     // The collapsed partition's sums run over edges in edge-id order, i.e. before the
     // out-edges are put in igraph's target order.
     init_admin(next, collapsed_partition);
+    // Then igraph's order: each node's out-edges by target (targets are distinct).
+    std::vector<std::pair<Node, double>> segment;
     for (Node c = 0; c < count; ++c) {
         const auto begin = static_cast<std::size_t>(next.out_offsets[static_cast<std::size_t>(c)]);
         const auto end = static_cast<std::size_t>(next.out_offsets[static_cast<std::size_t>(c) + 1]);
-        // Small segments: insertion sort of (target, weight) pairs.
-        for (std::size_t i = begin + 1; i < end; ++i) {
-            const Node target = next.out_targets[i];
-            const double weight = next.out_weights[i];
-            std::size_t j = i;
-            for (; j > begin && next.out_targets[j - 1] > target; --j) {
-                next.out_targets[j] = next.out_targets[j - 1];
-                next.out_weights[j] = next.out_weights[j - 1];
-            }
-            next.out_targets[j] = target;
-            next.out_weights[j] = weight;
+        if (std::is_sorted(next.out_targets.begin() + static_cast<std::ptrdiff_t>(begin),
+                           next.out_targets.begin() + static_cast<std::ptrdiff_t>(end)))
+            continue;
+        segment.clear();
+        for (std::size_t edge = begin; edge < end; ++edge) segment.emplace_back(next.out_targets[edge], next.out_weights[edge]);
+        std::sort(segment.begin(), segment.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+        for (std::size_t edge = begin; edge < end; ++edge) {
+            next.out_targets[edge] = segment[edge - begin].first;
+            next.out_weights[edge] = segment[edge - begin].second;
         }
     }
+    detect_symmetry(next);
     return next;
 }
 
