@@ -99,21 +99,24 @@ struct Workspace {
     std::vector<double> weight_to_comm;    ///< per community: weight of v's out-edges into it
     std::vector<double> weight_from_comm;  ///< per community: weight of v's in-edges from it
     std::vector<std::uint8_t> added;
-    std::vector<Node> candidates;
+    std::vector<Node> candidates;       ///< num_candidates used; room for every community
+    std::size_t num_candidates = 0;
     std::vector<Node> order;
     std::vector<Node> queue;
     std::vector<std::uint8_t> stable;
     std::vector<std::int64_t> member_offsets;
     std::vector<Node> members;
-    std::vector<Node> neighbour_comms;
+    std::vector<Node> neighbour_comms;  ///< room for every community (collapse)
     std::vector<double> weight_to_neighbour;
 
     explicit Workspace(Node num_nodes)
         : weight_to_comm(static_cast<std::size_t>(num_nodes), 0.0),
           weight_from_comm(static_cast<std::size_t>(num_nodes), 0.0),
           added(static_cast<std::size_t>(num_nodes), 0),
+          candidates(static_cast<std::size_t>(num_nodes) + 1),
           queue(static_cast<std::size_t>(num_nodes) + 1),
           stable(static_cast<std::size_t>(num_nodes), 0),
+          neighbour_comms(static_cast<std::size_t>(num_nodes) + 1),
           weight_to_neighbour(static_cast<std::size_t>(num_nodes), 0.0) {}
 };
 
@@ -417,26 +420,34 @@ private:
 /// cache_neigh_communities for IGRAPH_OUT and IGRAPH_IN) and lists the communities in
 /// order of first appearance among v's neighbours in igraph's IGRAPH_ALL order.
 void gather(const LevelGraph& graph, const Partition& partition, Node v, Workspace& ws) {
-    ws.candidates.clear();
+    Node* const candidates = ws.candidates.data();
+    std::size_t count = 0;
     if (graph.symmetric_weights) {
         // The weights from each community are the same sums as those to it; only
         // weight_to_comm is filled (see weight_from()). Weights are > 0, so a zero sum
-        // marks a community not met yet.
+        // marks a community not met yet; the candidate is written unconditionally and
+        // kept by advancing the count (no hard-to-predict branch between the loads).
         const auto begin = static_cast<std::size_t>(graph.out_offsets[static_cast<std::size_t>(v)]);
         const auto end = static_cast<std::size_t>(graph.out_offsets[static_cast<std::size_t>(v) + 1]);
+        const Node* const targets = graph.out_targets.data();
+        const double* const weights = graph.out_weights.data();
+        const Node* const membership = partition.membership.data();
+        double* const sums = ws.weight_to_comm.data();
         for (std::size_t edge = begin; edge < end; ++edge) {
-            const Node community = partition.membership[static_cast<std::size_t>(graph.out_targets[edge])];
-            double& sum = ws.weight_to_comm[static_cast<std::size_t>(community)];
-            if (sum == 0.0) ws.candidates.push_back(community);
-            sum += graph.out_weights[edge];
+            const Node community = membership[targets[edge]];
+            const double sum = sums[community];
+            candidates[count] = community;
+            count += sum == 0.0 ? 1 : 0;
+            sums[community] = sum + weights[edge];
         }
+        ws.num_candidates = count;
         return;
     }
     const auto touch = [&](Node community) {
         auto& added = ws.added[static_cast<std::size_t>(community)];
         if (!added) {
             added = 1;
-            ws.candidates.push_back(community);
+            candidates[count++] = community;
         }
     };
     for_all_edges(
@@ -451,6 +462,7 @@ void gather(const LevelGraph& graph, const Partition& partition, Node v, Workspa
             ws.weight_from_comm[static_cast<std::size_t>(community)] += weight;
             touch(community);
         });
+    ws.num_candidates = count;
 }
 
 /// v's weight from `community` as gathered (leidenalg's weight_from_comm).
@@ -459,8 +471,8 @@ inline double weight_from(const LevelGraph& graph, const Workspace& ws, std::siz
 }
 
 void clear_gathered(Workspace& ws) {
-    for (const Node community : ws.candidates) {
-        const auto index = static_cast<std::size_t>(community);
+    for (std::size_t slot = 0; slot < ws.num_candidates; ++slot) {
+        const auto index = static_cast<std::size_t>(ws.candidates[slot]);
         ws.weight_to_comm[index] = 0.0;
         ws.weight_from_comm[index] = 0.0;
         ws.added[index] = 0;
@@ -496,7 +508,7 @@ double move_nodes(const LevelGraph& graph, Partition& partition, double resoluti
         const auto node = static_cast<std::size_t>(v);
         const Node v_comm = partition.membership[node];
         gather(graph, partition, v, ws);
-        const std::size_t num_neighbour_comms = ws.candidates.size();
+        const std::size_t num_neighbour_comms = ws.num_candidates;
         Node empty = -1;
         if (partition.cnodes[static_cast<std::size_t>(v_comm)] > 1) empty = empty_community(partition, num_nodes);
         const DiffMove diff = diff_for(graph, partition, v, resolution, ws);
@@ -579,8 +591,8 @@ void merge_nodes_constrained(const LevelGraph& graph, Partition& partition, cons
         // Distinct communities of neighbours in v's constraint community, in order of
         // first appearance: the neighbouring communities restricted to the constraint
         // (refined communities never straddle two constraint ones).
-        for (const Node community : ws.candidates)
-            if (community_constraint[static_cast<std::size_t>(community)] == v_constraint) consider(community);
+        for (std::size_t slot = 0; slot < ws.num_candidates; ++slot)
+            if (const Node community = ws.candidates[slot]; community_constraint[static_cast<std::size_t>(community)] == v_constraint) consider(community);
         clear_gathered(ws);
         if (max_comm != v_comm) move_node(graph, partition, v, max_comm);
     }
@@ -610,18 +622,24 @@ LevelGraph collapse(const LevelGraph& graph, const Partition& refined, Partition
     next.self_weight.assign(static_cast<std::size_t>(count), 0.0);
     next.node_size.assign(static_cast<std::size_t>(count), 0);
     for (Node c = 0; c < count; ++c) {
-        ws.neighbour_comms.clear();
+        std::size_t num_neighbours = 0;
+        Node* const neighbour_comms = ws.neighbour_comms.data();
+        double* const sums = ws.weight_to_neighbour.data();
+        const Node* const refined_membership = refined.membership.data();
         for (auto slot = ws.member_offsets[static_cast<std::size_t>(c)]; slot < ws.member_offsets[static_cast<std::size_t>(c) + 1]; ++slot) {
             const auto v = static_cast<std::size_t>(ws.members[static_cast<std::size_t>(slot)]);
             for (auto edge = graph.out_offsets[v]; edge < graph.out_offsets[v + 1]; ++edge) {
-                const Node u_comm = refined.membership[static_cast<std::size_t>(graph.out_targets[static_cast<std::size_t>(edge)])];
-                // Weights are > 0: a zero sum marks a community not met yet.
-                double& sum = ws.weight_to_neighbour[static_cast<std::size_t>(u_comm)];
-                if (sum == 0.0) ws.neighbour_comms.push_back(u_comm);
-                sum += graph.out_weights[static_cast<std::size_t>(edge)];
+                const Node u_comm = refined_membership[graph.out_targets[static_cast<std::size_t>(edge)]];
+                // Weights are > 0: a zero sum marks a community not met yet (kept
+                // without a branch, as in gather).
+                const double sum = sums[u_comm];
+                neighbour_comms[num_neighbours] = u_comm;
+                num_neighbours += sum == 0.0 ? 1 : 0;
+                sums[u_comm] = sum + graph.out_weights[static_cast<std::size_t>(edge)];
             }
         }
-        for (const Node u_comm : ws.neighbour_comms) {
+        for (std::size_t slot = 0; slot < num_neighbours; ++slot) {
+            const Node u_comm = neighbour_comms[slot];
             const auto index = static_cast<std::size_t>(u_comm);
             next.out_targets.push_back(u_comm);
             next.out_weights.push_back(ws.weight_to_neighbour[index]);
