@@ -2,6 +2,8 @@
 // implementation (leidenalg's optimiser reproduced, igraph_community_leiden). Run:
 //   build/bench/bench_leiden --graph FILE.h5ad [--key connectivities] [--repeats 3]
 //       [--implementation both|leidenalg|igraph] [--resolution 1.0] [--seed 0]
+// With --cancel-after-ms T each run is cancelled T ms after it starts and the time from
+// the cancel request to the Cancelled exception is printed instead (cancellation latency).
 // FILE is an h5ad with obsp[KEY] (fathom-cli run --neighbors writes one). Prints every
 // run's wall and CPU time, the medians, clusters, passes and modularity; the graph is
 // read once and not timed. Leiden is sequential: on a shared machine the CPU time is
@@ -14,6 +16,7 @@
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/algo/leiden.hpp"
@@ -31,12 +34,14 @@ struct Args {
     std::string implementation = "both";
     double resolution = 1.0;
     std::uint64_t seed = 0;
+    double cancel_after_ms = 0.0;  ///< > 0: cancel each run this long after it starts
 };
 
 [[noreturn]] void usage(const std::string& problem) {
     std::fprintf(stderr,
                  "bench_leiden: %s\nusage: bench_leiden --graph FILE.h5ad [--key connectivities] [--repeats R]\n"
-                 "                    [--implementation both|leidenalg|igraph] [--resolution G] [--seed S]\n",
+                 "                    [--implementation both|leidenalg|igraph] [--resolution G] [--seed S]\n"
+                 "                    [--cancel-after-ms T]\n",
                  problem.c_str());
     std::exit(2);
 }
@@ -56,6 +61,7 @@ Args parse_args(int argc, char** argv) {
             else if (flag == "--implementation") args.implementation = value();
             else if (flag == "--resolution") args.resolution = std::stod(value());
             else if (flag == "--seed") args.seed = std::stoull(value());
+            else if (flag == "--cancel-after-ms") args.cancel_after_ms = std::stod(value());
             else usage("unknown option " + flag);
         } catch (const std::logic_error&) {
             usage("bad value for " + flag);
@@ -81,6 +87,36 @@ fathom::CsrGraph read_graph(const Args& args) {
     graph.values = found->second.values;
     fathom::check_csr_graph(graph, (args.graph + ": obsp/" + args.key).c_str());
     return graph;
+}
+
+/// Cancels each run after args.cancel_after_ms and prints how long the run took to end.
+void run_cancelled(const fathom::CsrGraph& graph, const Args& args, fathom::LeidenImplementation implementation, const char* name) {
+    fathom::LeidenOptions options;
+    options.resolution = args.resolution;
+    options.seed = args.seed;
+    options.implementation = implementation;
+    for (int repeat = 0; repeat < args.repeats; ++repeat) {
+        fathom::JobContext ctx;
+        Clock::time_point cancelled_at;
+        std::thread canceller([&] {
+            std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(args.cancel_after_ms));
+            cancelled_at = Clock::now();
+            ctx.cancel();
+        });
+        bool ended_cancelled = false;
+        try {
+            fathom::leiden(graph, options, ctx);
+        } catch (const fathom::Cancelled&) {
+            ended_cancelled = true;
+        }
+        const auto ended_at = Clock::now();
+        canceller.join();
+        if (ended_cancelled)
+            std::printf("%s run %d: cancelled %.1f ms after the request\n", name, repeat + 1,
+                        std::chrono::duration<double, std::milli>(ended_at - cancelled_at).count());
+        else
+            std::printf("%s run %d: finished before the cancel request\n", name, repeat + 1);
+    }
 }
 
 void run(const fathom::CsrGraph& graph, const Args& args, fathom::LeidenImplementation implementation, const char* name) {
@@ -118,8 +154,9 @@ int main(int argc, char** argv) {
         const fathom::CsrGraph graph = read_graph(args);
         std::printf("graph %s obsp/%s: %lld cells, %lld stored entries\n", args.graph.c_str(), args.key.c_str(),
                     static_cast<long long>(graph.num_cells), static_cast<long long>(graph.nnz()));
-        if (args.implementation != "igraph") run(graph, args, fathom::LeidenImplementation::Leidenalg, "leidenalg");
-        if (args.implementation != "leidenalg") run(graph, args, fathom::LeidenImplementation::Igraph, "igraph");
+        const auto bench = args.cancel_after_ms > 0 ? run_cancelled : run;
+        if (args.implementation != "igraph") bench(graph, args, fathom::LeidenImplementation::Leidenalg, "leidenalg");
+        if (args.implementation != "leidenalg") bench(graph, args, fathom::LeidenImplementation::Igraph, "igraph");
     } catch (const std::exception& error) {
         std::fprintf(stderr, "bench_leiden: %s\n", error.what());
         return 1;

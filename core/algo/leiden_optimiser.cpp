@@ -601,7 +601,8 @@ void merge_nodes_constrained(const LevelGraph& graph, Partition& partition, cons
 
 /// Graph::collapse_graph on the refined partition, then the partition of the collapsed
 /// graph with `membership` (MutableVertexPartition::create(graph, membership)).
-LevelGraph collapse(const LevelGraph& graph, const Partition& refined, Partition& collapsed_partition, Workspace& ws) {
+LevelGraph collapse(const LevelGraph& graph, const Partition& refined, Partition& collapsed_partition, Workspace& ws,
+                    Cancellation& cancel) {
     const Node count = refined.num_communities;
     const auto num_nodes = static_cast<std::size_t>(graph.num_nodes);
     // Members of each community by increasing node (get_communities).
@@ -622,6 +623,7 @@ LevelGraph collapse(const LevelGraph& graph, const Partition& refined, Partition
     next.self_weight.assign(static_cast<std::size_t>(count), 0.0);
     next.node_size.assign(static_cast<std::size_t>(count), 0);
     for (Node c = 0; c < count; ++c) {
+        cancel.tick();
         std::size_t num_neighbours = 0;
         Node* const neighbour_comms = ws.neighbour_comms.data();
         double* const sums = ws.weight_to_neighbour.data();
@@ -709,7 +711,7 @@ double optimise_partition(const LevelGraph& base, Partition& base_partition, boo
         next_partition.membership.assign(static_cast<std::size_t>(refined.num_communities), 0);
         for (std::size_t v = 0; v < static_cast<std::size_t>(graph->num_nodes); ++v)
             next_partition.membership[static_cast<std::size_t>(refined.membership[v])] = partition->membership[v];
-        LevelGraph next_graph = collapse(*graph, refined, next_partition, ws);
+        LevelGraph next_graph = collapse(*graph, refined, next_partition, ws, cancel);
         level_graph = std::move(next_graph);
         level_partition = std::move(next_partition);
         graph = &level_graph;
