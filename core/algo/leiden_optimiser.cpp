@@ -50,7 +50,8 @@ struct LevelGraph {
     /// in-edge, and the merge of the two lists is a walk over one.
     bool symmetric_structure = false;
     /// Also equal weights both ways (the first level of a symmetric graph): a node's
-    /// weights to and from a community are then the same sums.
+    /// weights to and from a community are then the same sums. The first level then
+    /// keeps no in-edge arrays (in_sources, in_weights empty; read the out-edges).
     bool symmetric_weights = false;
 };
 
@@ -136,9 +137,10 @@ void for_all_edges(const LevelGraph& graph, Node v, OnOut&& on_out, OnIn&& on_in
     if (graph.symmetric_structure) {
         const auto begin = static_cast<std::size_t>(graph.out_offsets[static_cast<std::size_t>(v)]);
         const auto end = static_cast<std::size_t>(graph.out_offsets[static_cast<std::size_t>(v) + 1]);
+        const auto& in_weights = graph.symmetric_weights ? graph.out_weights : graph.in_weights;
         for (std::size_t edge = begin; edge < end; ++edge) {
             on_out(graph.out_targets[edge], graph.out_weights[edge]);
-            on_in(graph.out_targets[edge], graph.in_weights[edge]);
+            on_in(graph.out_targets[edge], in_weights[edge]);
         }
         return;
     }
@@ -203,6 +205,27 @@ void detect_symmetry(LevelGraph& graph) {
     graph.symmetric_weights = graph.symmetric_structure && graph.in_weights == graph.out_weights;
 }
 
+/// Whether every edge u -> v has its reverse v -> u with the same weight, and node v's
+/// in-edges, by increasing source, are exactly its out-edges by increasing target: one
+/// walk over the edges in row order, matching each against the next unmatched entry of
+/// its target's row.
+bool mirrored(const LevelGraph& graph) {
+    const auto num_nodes = static_cast<std::size_t>(graph.num_nodes);
+    std::vector<std::int64_t> cursor(graph.out_offsets.begin(), graph.out_offsets.end() - 1);
+    for (std::size_t v = 0; v < num_nodes; ++v) {
+        for (auto edge = graph.out_offsets[v]; edge < graph.out_offsets[v + 1]; ++edge) {
+            const auto target = static_cast<std::size_t>(graph.out_targets[static_cast<std::size_t>(edge)]);
+            const auto reverse = cursor[target]++;
+            if (reverse >= graph.out_offsets[target + 1] || graph.out_targets[static_cast<std::size_t>(reverse)] != static_cast<Node>(v) ||
+                graph.out_weights[static_cast<std::size_t>(reverse)] != graph.out_weights[static_cast<std::size_t>(edge)])
+                return false;
+        }
+    }
+    for (std::size_t v = 0; v < num_nodes; ++v)
+        if (cursor[v] != graph.out_offsets[v + 1]) return false;
+    return true;
+}
+
 /// The first level: scanpy's graph, edges numbered in row-major order of the CSR
 /// (adjacency.nonzero()); rows are sorted, so that is also igraph's target order.
 LevelGraph base_graph(const CsrGraph& csr, bool use_weights) {
@@ -228,6 +251,24 @@ LevelGraph base_graph(const CsrGraph& csr, bool use_weights) {
     }
     graph.self_weight.assign(num_nodes, 0.0);
     graph.node_size.assign(num_nodes, 1);
+    if (mirrored(graph)) {
+        // In-edges are the out-edges (in the same order, with the same weights): no
+        // second copy; strengths in and out are the same sums, and so is the total.
+        graph.symmetric_structure = true;
+        graph.symmetric_weights = true;
+        graph.in_offsets = graph.out_offsets;
+        graph.strength_out.assign(num_nodes, 0.0);
+        graph.total_weight = 0.0;
+        for (std::size_t v = 0; v < num_nodes; ++v) {
+            for (auto edge = graph.out_offsets[v]; edge < graph.out_offsets[v + 1]; ++edge) {
+                const double weight = graph.out_weights[static_cast<std::size_t>(edge)];
+                graph.total_weight += weight;
+                graph.strength_out[v] += weight;
+            }
+        }
+        graph.strength_in = graph.strength_out;
+        return graph;
+    }
     finish_graph(graph);
     detect_symmetry(graph);
     return graph;
