@@ -130,6 +130,20 @@ struct Cancellation {
     }
 };
 
+/// Hides memory latency of the random accesses ahead of use (no effect on results):
+/// the edge row of a node visited two steps later, and the community of every
+/// neighbour of the node visited next.
+inline void prefetch_row(const LevelGraph& graph, Node v) {
+    const auto begin = graph.out_offsets[static_cast<std::size_t>(v)];
+    __builtin_prefetch(graph.out_targets.data() + begin);
+    __builtin_prefetch(graph.out_weights.data() + begin);
+}
+inline void prefetch_neighbour_communities(const LevelGraph& graph, const std::vector<Node>& membership, Node v) {
+    const auto begin = static_cast<std::size_t>(graph.out_offsets[static_cast<std::size_t>(v)]);
+    const auto end = static_cast<std::size_t>(graph.out_offsets[static_cast<std::size_t>(v) + 1]);
+    for (std::size_t edge = begin; edge < end; ++edge) __builtin_prefetch(membership.data() + graph.out_targets[edge]);
+}
+
 /// Visits the edges of v in igraph's IGRAPH_ALL order for a directed graph: out- and
 /// in-edges merged by neighbour, the out-edge first when both go to the same one.
 template <typename OnOut, typename OnIn>
@@ -546,6 +560,11 @@ double move_nodes(const LevelGraph& graph, Partition& partition, double resoluti
         const Node v = ws.queue[head];
         head = head + 1 == capacity ? 0 : head + 1;
         cancel.tick();
+        if (head != tail) {
+            const std::size_t next = head + 1 == capacity ? 0 : head + 1;
+            if (next != tail) prefetch_row(graph, ws.queue[next]);
+            prefetch_neighbour_communities(graph, partition.membership, ws.queue[head]);
+        }
         const auto node = static_cast<std::size_t>(v);
         const Node v_comm = partition.membership[node];
         gather(graph, partition, v, ws);
@@ -607,8 +626,11 @@ void merge_nodes_constrained(const LevelGraph& graph, Partition& partition, cons
     // Community c starts as {c}; while non-empty it still holds node c (only singletons
     // move), so node c's constraint is the community's.
     const std::vector<Node>& community_constraint = constraint;
-    for (const Node v : ws.order) {
+    for (std::size_t position = 0; position < ws.order.size(); ++position) {
+        const Node v = ws.order[position];
         cancel.tick();
+        if (position + 2 < ws.order.size()) prefetch_row(graph, ws.order[position + 2]);
+        if (position + 1 < ws.order.size()) prefetch_neighbour_communities(graph, partition.membership, ws.order[position + 1]);
         const auto node = static_cast<std::size_t>(v);
         const Node v_comm = partition.membership[node];
         if (partition.cnodes[static_cast<std::size_t>(v_comm)] != 1) continue;
@@ -671,6 +693,10 @@ LevelGraph collapse(const LevelGraph& graph, const Partition& refined, Partition
         const Node* const refined_membership = refined.membership.data();
         for (auto slot = ws.member_offsets[static_cast<std::size_t>(c)]; slot < ws.member_offsets[static_cast<std::size_t>(c) + 1]; ++slot) {
             const auto v = static_cast<std::size_t>(ws.members[static_cast<std::size_t>(slot)]);
+            // Members are visited in node order across communities: prefetch ahead.
+            if (slot + 2 < static_cast<std::int64_t>(num_nodes)) prefetch_row(graph, ws.members[static_cast<std::size_t>(slot) + 2]);
+            if (slot + 1 < static_cast<std::int64_t>(num_nodes))
+                prefetch_neighbour_communities(graph, refined.membership, ws.members[static_cast<std::size_t>(slot) + 1]);
             for (auto edge = graph.out_offsets[v]; edge < graph.out_offsets[v + 1]; ++edge) {
                 const Node u_comm = refined_membership[graph.out_targets[static_cast<std::size_t>(edge)]];
                 // Weights are > 0: a zero sum marks a community not met yet (kept
