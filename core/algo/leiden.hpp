@@ -22,8 +22,8 @@ enum class LeidenImplementation {
 /// Options of Leiden (scanpy names and defaults).
 struct LeidenOptions {
     double resolution = 1.0;   ///< resolution_parameter gamma of modularity; > 0
-    /// Passes of the Leiden algorithm; negative = until a pass changes nothing (scanpy's
-    /// n_iterations=-1). 0 is not allowed.
+    /// Passes of the Leiden algorithm; negative = until a pass improves nothing (scanpy's
+    /// n_iterations=-1; at most 1000 passes). 0 is not allowed.
     int num_iterations = -1;
     double beta = 0.01;        ///< randomness of igraph's refinement step (Igraph only); > 0
     bool use_weights = true;   ///< scanpy's use_weights=True: edge weights = connectivities
@@ -37,14 +37,16 @@ void validate(const LeidenOptions& options);
 /// The clustering.
 struct LeidenResult {
     /// Per cell: cluster in [0, num_clusters), numbered by decreasing size ("0" is the
-    /// largest; ties by smallest member cell), as leidenalg's renumbering gives scanpy.
+    /// largest). Leidenalg: leidenalg's own numbering (ties by its community order), i.e.
+    /// scanpy's labels; Igraph: ties by smallest member cell.
     std::vector<std::int32_t> labels;
     int num_clusters = 0;
     std::vector<std::int64_t> cluster_sizes;  ///< cells per cluster, decreasing
-    /// Weighted modularity of the labels with the resolution (igraph_modularity); what
-    /// leidenalg's RBConfigurationVertexPartition.quality() reports divided by 2m.
+    /// Weighted modularity of the labels with the resolution (modularity() below for
+    /// Leidenalg, igraph_modularity for Igraph); what leidenalg's
+    /// RBConfigurationVertexPartition.quality() reports divided by 2m.
     double modularity = 0.0;
-    int passes = 0;  ///< Leiden passes run
+    int passes = 0;  ///< Leiden passes run (leidenalg's optimise_partition calls)
 };
 
 /// Leiden on a symmetric weighted graph (connectivities; the diagonal is ignored).
