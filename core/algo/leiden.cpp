@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "core/algo/leiden_optimiser.hpp"
 #include "core/engine/JobContext.hpp"
 
 #ifdef FATHOM_HAVE_IGRAPH
@@ -127,6 +128,26 @@ LeidenResult leiden(const CsrGraph& graph, const LeidenOptions& options, JobCont
     validate(options);
     check_csr_graph(graph, "leiden graph");
     LeidenResult result;
+    if (options.implementation == LeidenImplementation::Leidenalg) {
+        detail::LeidenalgPartition partition = detail::leidenalg_optimise(
+            graph, options.resolution, options.num_iterations, options.use_weights, options.seed, ctx);
+        // leidenalg already numbers communities by decreasing size; its numbers are
+        // scanpy's labels, kept as they are.
+        result.passes = partition.passes;
+        result.num_clusters = partition.num_communities;
+        result.cluster_sizes.assign(static_cast<std::size_t>(partition.num_communities), 0);
+        for (const auto label : partition.membership) ++result.cluster_sizes[static_cast<std::size_t>(label)];
+        result.labels = std::move(partition.membership);
+        if (options.use_weights) {
+            result.modularity = modularity(graph, result.labels, options.resolution);
+        } else {
+            CsrGraph unit = graph;
+            std::fill(unit.values.begin(), unit.values.end(), 1.0f);
+            result.modularity = modularity(unit, result.labels, options.resolution);
+        }
+        ctx.report(1.0);
+        return result;
+    }
 #ifndef FATHOM_HAVE_IGRAPH
     (void)ctx;
     throw std::runtime_error("leiden: this build of fathom has no igraph (install libigraph-dev and reconfigure)");

@@ -1,8 +1,9 @@
 #pragma once
 /// Leiden clustering of the connectivities graph, as scanpy 1.9.6 `tl.leiden`
 /// (leidenalg 0.9.1 RBConfigurationVertexPartition, i.e. modularity with a resolution,
-/// weighted, iterated until the partition no longer changes), computed with igraph's
-/// igraph_community_leiden.
+/// weighted, iterated until a pass no longer improves it): by default leidenalg's
+/// optimiser reproduced step for step (core/algo/leiden_optimiser.hpp), so that the
+/// labels are scanpy's; optionally igraph's igraph_community_leiden.
 #include <cstdint>
 #include <vector>
 
@@ -12,15 +13,22 @@ namespace fathom {
 
 class JobContext;
 
+/// Which optimiser runs.
+enum class LeidenImplementation {
+    Leidenalg,  ///< leidenalg 0.9.1's Optimiser as scanpy runs it (same labels for a seed)
+    Igraph,     ///< igraph_community_leiden (same objective, other random choices)
+};
+
 /// Options of Leiden (scanpy names and defaults).
 struct LeidenOptions {
     double resolution = 1.0;   ///< resolution_parameter gamma of modularity; > 0
-    /// Passes of the Leiden algorithm; negative = until a pass changes nothing (scanpy's
-    /// n_iterations=-1). 0 is not allowed.
+    /// Passes of the Leiden algorithm; negative = until a pass improves nothing (scanpy's
+    /// n_iterations=-1; at most 1000 passes). 0 is not allowed.
     int num_iterations = -1;
-    double beta = 0.01;        ///< randomness of the refinement step (leidenalg's default); > 0
+    double beta = 0.01;        ///< randomness of igraph's refinement step (Igraph only); > 0
     bool use_weights = true;   ///< scanpy's use_weights=True: edge weights = connectivities
-    std::uint64_t seed = 0;    ///< random_state; igraph's default generator is seeded with it
+    std::uint64_t seed = 0;    ///< random_state: seeds the optimiser's mt19937 (leidenalg's set_rng_seed)
+    LeidenImplementation implementation = LeidenImplementation::Leidenalg;
 };
 
 /// Throws std::invalid_argument naming the field.
@@ -29,21 +37,25 @@ void validate(const LeidenOptions& options);
 /// The clustering.
 struct LeidenResult {
     /// Per cell: cluster in [0, num_clusters), numbered by decreasing size ("0" is the
-    /// largest; ties by smallest member cell), as leidenalg's renumbering gives scanpy.
+    /// largest). Leidenalg: leidenalg's own numbering (ties by its community order), i.e.
+    /// scanpy's labels; Igraph: ties by smallest member cell.
     std::vector<std::int32_t> labels;
     int num_clusters = 0;
     std::vector<std::int64_t> cluster_sizes;  ///< cells per cluster, decreasing
-    /// Weighted modularity of the labels with the resolution (igraph_modularity); what
-    /// leidenalg's RBConfigurationVertexPartition.quality() reports divided by 2m.
+    /// Weighted modularity of the labels with the resolution (modularity() below for
+    /// Leidenalg, igraph_modularity for Igraph); what leidenalg's
+    /// RBConfigurationVertexPartition.quality() reports divided by 2m.
     double modularity = 0.0;
-    int passes = 0;  ///< Leiden passes run
+    int passes = 0;  ///< Leiden passes run (leidenalg's optimise_partition calls)
 };
 
 /// Leiden on a symmetric weighted graph (connectivities; the diagonal is ignored).
-/// igraph optimises the constant Potts model unless given node weights: vertex
+/// Leidenalg: the graph as scanpy hands it to leidenalg (every stored entry a directed
+/// edge, row-major order), labels equal to scanpy's for the same graph and seed.
+/// Igraph: igraph optimises the constant Potts model unless given node weights: vertex
 /// strengths as node weights and resolution / (2 m) as its resolution (m = total edge
-/// weight) make its objective modularity. Deterministic for a seed. Throws
-/// std::runtime_error when fathom was built without igraph.
+/// weight) make its objective modularity. Deterministic for a seed; cancellable. Throws
+/// std::runtime_error when fathom was built without igraph (both use its generator).
 LeidenResult leiden(const CsrGraph& graph, const LeidenOptions& options, JobContext& ctx);
 
 /// Weighted modularity (with a resolution) of a labelling on a symmetric graph,

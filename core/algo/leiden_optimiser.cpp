@@ -1,0 +1,840 @@
+#include "core/algo/leiden_optimiser.hpp"
+
+#include <algorithm>
+#include <cfloat>
+#include <numeric>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#include "core/engine/JobContext.hpp"
+
+#ifdef FATHOM_HAVE_IGRAPH
+#include <igraph/igraph.h>
+#endif
+
+// Reference: leidenalg 0.9.1, src/leidenalg/{Optimiser,MutableVertexPartition,
+// RBConfigurationVertexPartition,GraphHelper}.cpp, on igraph 0.10. Names below in
+// comments (move_nodes, merge_nodes_constrained, collapse_graph, init_admin,
+// renumber_communities, ...) are leidenalg's functions whose decisions are reproduced.
+// The graph is directed (scanpy passes directed=True): every undirected edge is two
+// directed edges, a node's strengths are its out- and in-strength, and the quality is
+// directed modularity; on a symmetric graph it equals the undirected modularity.
+
+namespace fathom::detail {
+
+#ifdef FATHOM_HAVE_IGRAPH
+namespace {
+
+using Node = std::int32_t;
+
+/// One level's graph as leidenalg's Graph holds it. Out-edges of a node are ordered by
+/// target and in-edges by source, which is the order igraph_neighbors / igraph_incident
+/// return them in (igraph's `oi` / `ii` indices; no parallel edges occur here).
+struct LevelGraph {
+    Node num_nodes = 0;
+    std::vector<std::int64_t> out_offsets{0};
+    std::vector<Node> out_targets;
+    std::vector<double> out_weights;
+    std::vector<std::int64_t> in_offsets{0};
+    std::vector<Node> in_sources;
+    std::vector<double> in_weights;
+    std::vector<double> strength_out;  ///< summed in edge-id order (Graph::init_admin)
+    std::vector<double> strength_in;
+    std::vector<double> self_weight;   ///< weight of the self-loop (collapsed levels)
+    std::vector<std::int64_t> node_size;
+    double total_weight = 0.0;         ///< all edge weights summed in edge-id order
+    /// Every node's in-edges come from exactly its out-neighbours (a symmetric matrix):
+    /// igraph's IGRAPH_ALL order is then each neighbour's out-edge followed by its
+    /// in-edge, and the merge of the two lists is a walk over one.
+    bool symmetric_structure = false;
+    /// Also equal weights both ways (the first level of a symmetric graph): a node's
+    /// weights to and from a community are then the same sums. The first level then
+    /// keeps no in-edge arrays (in_sources, in_weights empty; read the out-edges).
+    bool symmetric_weights = false;
+};
+
+/// leidenalg's MutableVertexPartition administration that the RB configuration model
+/// reads: per community the node count, size, and summed out- / in-weight. Arrays are
+/// allocated for as many communities as nodes (leidenalg's upper bound).
+struct Partition {
+    std::vector<Node> membership;
+    std::vector<std::int64_t> csize;
+    std::vector<std::int64_t> cnodes;
+    std::vector<double> weight_from;  ///< total_weight_from_comm
+    std::vector<double> weight_to;    ///< total_weight_to_comm
+    std::vector<Node> empty;          ///< _empty_communities (a stack; order matters)
+    Node num_communities = 0;
+};
+
+/// igraph's mt19937 with leidenalg's draw: igraph_rng_get_integer(rng, from, to).
+class Rng {
+public:
+    explicit Rng(std::uint64_t seed) {
+        if (igraph_rng_init(&m_rng, &igraph_rngtype_mt19937) != IGRAPH_SUCCESS)
+            throw std::runtime_error("leiden: igraph_rng_init failed");
+        igraph_rng_seed(&m_rng, static_cast<igraph_uint_t>(seed));
+    }
+    ~Rng() { igraph_rng_destroy(&m_rng); }
+    Rng(const Rng&) = delete;
+    Rng& operator=(const Rng&) = delete;
+    std::int64_t integer(std::int64_t from, std::int64_t to) {
+        return static_cast<std::int64_t>(igraph_rng_get_integer(&m_rng, from, to));
+    }
+
+private:
+    igraph_rng_t m_rng;
+};
+
+/// GraphHelper's shuffle: Fisher-Yates from the back.
+void shuffle(std::vector<Node>& nodes, Rng& rng) {
+    for (std::size_t index = nodes.size(); index-- > 1;) {
+        const auto other = static_cast<std::size_t>(rng.integer(0, static_cast<std::int64_t>(index)));
+        std::swap(nodes[index], nodes[other]);
+    }
+}
+
+/// Buffers reused across levels and passes, sized for the largest (first) level.
+struct Workspace {
+    std::vector<double> weight_to_comm;    ///< per community: weight of v's out-edges into it
+    std::vector<double> weight_from_comm;  ///< per community: weight of v's in-edges from it
+    std::vector<std::uint8_t> added;
+    std::vector<Node> candidates;       ///< num_candidates used; room for every community
+    std::size_t num_candidates = 0;
+    std::vector<Node> order;
+    std::vector<Node> queue;
+    std::vector<std::uint8_t> stable;
+    std::vector<std::int64_t> member_offsets;
+    std::vector<Node> members;
+    std::vector<Node> neighbour_comms;  ///< room for every community (collapse)
+    std::vector<double> weight_to_neighbour;
+
+    explicit Workspace(Node num_nodes)
+        : weight_to_comm(static_cast<std::size_t>(num_nodes), 0.0),
+          weight_from_comm(static_cast<std::size_t>(num_nodes), 0.0),
+          added(static_cast<std::size_t>(num_nodes), 0),
+          candidates(static_cast<std::size_t>(num_nodes) + 1),
+          queue(static_cast<std::size_t>(num_nodes) + 1),
+          stable(static_cast<std::size_t>(num_nodes), 0),
+          neighbour_comms(static_cast<std::size_t>(num_nodes) + 1),
+          weight_to_neighbour(static_cast<std::size_t>(num_nodes), 0.0) {}
+};
+
+/// Counts visits and checks for cancellation every few thousand of them.
+struct Cancellation {
+    JobContext& ctx;
+    std::uint32_t count = 0;
+    void tick() {
+        if ((++count & 0xFFFu) == 0) ctx.checkpoint();
+    }
+};
+
+/// Hides memory latency of the random accesses ahead of use (no effect on results):
+/// the edge row of a node visited two steps later, and the community of every
+/// neighbour of the node visited next.
+inline void prefetch_row(const LevelGraph& graph, Node v) {
+    const auto begin = graph.out_offsets[static_cast<std::size_t>(v)];
+    __builtin_prefetch(graph.out_targets.data() + begin);
+    __builtin_prefetch(graph.out_weights.data() + begin);
+}
+inline void prefetch_neighbour_communities(const LevelGraph& graph, const std::vector<Node>& membership, Node v) {
+    const auto begin = static_cast<std::size_t>(graph.out_offsets[static_cast<std::size_t>(v)]);
+    const auto end = static_cast<std::size_t>(graph.out_offsets[static_cast<std::size_t>(v) + 1]);
+    for (std::size_t edge = begin; edge < end; ++edge) __builtin_prefetch(membership.data() + graph.out_targets[edge]);
+}
+
+/// Visits the edges of v in igraph's IGRAPH_ALL order for a directed graph: out- and
+/// in-edges merged by neighbour, the out-edge first when both go to the same one.
+template <typename OnOut, typename OnIn>
+void for_all_edges(const LevelGraph& graph, Node v, OnOut&& on_out, OnIn&& on_in) {
+    if (graph.symmetric_structure) {
+        const auto begin = static_cast<std::size_t>(graph.out_offsets[static_cast<std::size_t>(v)]);
+        const auto end = static_cast<std::size_t>(graph.out_offsets[static_cast<std::size_t>(v) + 1]);
+        const auto& in_weights = graph.symmetric_weights ? graph.out_weights : graph.in_weights;
+        for (std::size_t edge = begin; edge < end; ++edge) {
+            on_out(graph.out_targets[edge], graph.out_weights[edge]);
+            on_in(graph.out_targets[edge], in_weights[edge]);
+        }
+        return;
+    }
+    std::int64_t out = graph.out_offsets[static_cast<std::size_t>(v)];
+    const std::int64_t out_end = graph.out_offsets[static_cast<std::size_t>(v) + 1];
+    std::int64_t in = graph.in_offsets[static_cast<std::size_t>(v)];
+    const std::int64_t in_end = graph.in_offsets[static_cast<std::size_t>(v) + 1];
+    while (out < out_end && in < in_end) {
+        const Node target = graph.out_targets[static_cast<std::size_t>(out)];
+        const Node source = graph.in_sources[static_cast<std::size_t>(in)];
+        if (target < source) {
+            on_out(target, graph.out_weights[static_cast<std::size_t>(out++)]);
+        } else if (source < target) {
+            on_in(source, graph.in_weights[static_cast<std::size_t>(in++)]);
+        } else {
+            on_out(target, graph.out_weights[static_cast<std::size_t>(out++)]);
+            on_in(source, graph.in_weights[static_cast<std::size_t>(in++)]);
+        }
+    }
+    for (; out < out_end; ++out) on_out(graph.out_targets[static_cast<std::size_t>(out)], graph.out_weights[static_cast<std::size_t>(out)]);
+    for (; in < in_end; ++in) on_in(graph.in_sources[static_cast<std::size_t>(in)], graph.in_weights[static_cast<std::size_t>(in)]);
+}
+
+/// Fills in-edges, strengths and the total weight from the out-edges, whose stored
+/// order is the edge-id order (grouped by source, ascending).
+void finish_graph(LevelGraph& graph) {
+    const auto num_nodes = static_cast<std::size_t>(graph.num_nodes);
+    graph.strength_out.assign(num_nodes, 0.0);
+    graph.strength_in.assign(num_nodes, 0.0);
+    graph.total_weight = 0.0;
+    std::vector<std::int64_t> in_count(num_nodes + 1, 0);
+    for (std::size_t v = 0; v < num_nodes; ++v) {
+        for (auto edge = graph.out_offsets[v]; edge < graph.out_offsets[v + 1]; ++edge) {
+            const double weight = graph.out_weights[static_cast<std::size_t>(edge)];
+            graph.total_weight += weight;
+            graph.strength_out[v] += weight;
+            ++in_count[static_cast<std::size_t>(graph.out_targets[static_cast<std::size_t>(edge)]) + 1];
+        }
+    }
+    graph.in_offsets.assign(num_nodes + 1, 0);
+    for (std::size_t v = 0; v < num_nodes; ++v) graph.in_offsets[v + 1] = graph.in_offsets[v] + in_count[v + 1];
+    graph.in_sources.resize(graph.out_targets.size());
+    graph.in_weights.resize(graph.out_weights.size());
+    std::vector<std::int64_t> cursor(graph.in_offsets.begin(), graph.in_offsets.end() - 1);
+    for (std::size_t v = 0; v < num_nodes; ++v) {
+        for (auto edge = graph.out_offsets[v]; edge < graph.out_offsets[v + 1]; ++edge) {
+            const auto target = static_cast<std::size_t>(graph.out_targets[static_cast<std::size_t>(edge)]);
+            const auto slot = static_cast<std::size_t>(cursor[target]++);
+            graph.in_sources[slot] = static_cast<Node>(v);
+            graph.in_weights[slot] = graph.out_weights[static_cast<std::size_t>(edge)];
+        }
+    }
+    // In-edges of a node arrive by increasing source = edge-id order.
+    for (std::size_t v = 0; v < num_nodes; ++v)
+        for (auto edge = graph.in_offsets[v]; edge < graph.in_offsets[v + 1]; ++edge)
+            graph.strength_in[v] += graph.in_weights[static_cast<std::size_t>(edge)];
+}
+
+/// Sets the symmetry flags once out-edges are in target order.
+void detect_symmetry(LevelGraph& graph) {
+    graph.symmetric_structure = graph.in_offsets == graph.out_offsets && graph.in_sources == graph.out_targets;
+    graph.symmetric_weights = graph.symmetric_structure && graph.in_weights == graph.out_weights;
+}
+
+/// Whether every edge u -> v has its reverse v -> u with the same weight, and node v's
+/// in-edges, by increasing source, are exactly its out-edges by increasing target: one
+/// walk over the edges in row order, matching each against the next unmatched entry of
+/// its target's row.
+bool mirrored(const LevelGraph& graph) {
+    const auto num_nodes = static_cast<std::size_t>(graph.num_nodes);
+    std::vector<std::int64_t> cursor(graph.out_offsets.begin(), graph.out_offsets.end() - 1);
+    for (std::size_t v = 0; v < num_nodes; ++v) {
+        for (auto edge = graph.out_offsets[v]; edge < graph.out_offsets[v + 1]; ++edge) {
+            const auto target = static_cast<std::size_t>(graph.out_targets[static_cast<std::size_t>(edge)]);
+            const auto reverse = cursor[target]++;
+            if (reverse >= graph.out_offsets[target + 1] || graph.out_targets[static_cast<std::size_t>(reverse)] != static_cast<Node>(v) ||
+                graph.out_weights[static_cast<std::size_t>(reverse)] != graph.out_weights[static_cast<std::size_t>(edge)])
+                return false;
+        }
+    }
+    for (std::size_t v = 0; v < num_nodes; ++v)
+        if (cursor[v] != graph.out_offsets[v + 1]) return false;
+    return true;
+}
+
+/// The first level: scanpy's graph, edges numbered in row-major order of the CSR
+/// (adjacency.nonzero()); rows are sorted, so that is also igraph's target order.
+LevelGraph base_graph(const CsrGraph& csr, bool use_weights) {
+    LevelGraph graph;
+    graph.num_nodes = static_cast<Node>(csr.num_cells);
+    const auto num_nodes = static_cast<std::size_t>(csr.num_cells);
+    graph.out_offsets.assign(num_nodes + 1, 0);
+    graph.out_targets.reserve(csr.col_indices.size());
+    graph.out_weights.reserve(csr.values.size());
+    for (std::size_t row = 0; row < num_nodes; ++row) {
+        for (auto entry = csr.row_offsets[row]; entry < csr.row_offsets[row + 1]; ++entry) {
+            const Node column = csr.col_indices[static_cast<std::size_t>(entry)];
+            const float value = csr.values[static_cast<std::size_t>(entry)];
+            if (static_cast<std::size_t>(column) == row || value == 0.0f) continue;
+            // leidenalg refuses these ("Cannot accept negative / NaN / infinite weights").
+            if (use_weights && !(value > 0.0f && value <= FLT_MAX))
+                throw std::invalid_argument("leiden graph: row " + std::to_string(row) + ", column " + std::to_string(column) +
+                                            " has weight " + std::to_string(value) + "; weights must be finite and >= 0");
+            graph.out_targets.push_back(column);
+            graph.out_weights.push_back(use_weights ? static_cast<double>(value) : 1.0);
+        }
+        graph.out_offsets[row + 1] = static_cast<std::int64_t>(graph.out_targets.size());
+    }
+    graph.self_weight.assign(num_nodes, 0.0);
+    graph.node_size.assign(num_nodes, 1);
+    if (mirrored(graph)) {
+        // In-edges are the out-edges (in the same order, with the same weights): no
+        // second copy; strengths in and out are the same sums, and so is the total.
+        graph.symmetric_structure = true;
+        graph.symmetric_weights = true;
+        graph.in_offsets = graph.out_offsets;
+        graph.strength_out.assign(num_nodes, 0.0);
+        graph.total_weight = 0.0;
+        for (std::size_t v = 0; v < num_nodes; ++v) {
+            for (auto edge = graph.out_offsets[v]; edge < graph.out_offsets[v + 1]; ++edge) {
+                const double weight = graph.out_weights[static_cast<std::size_t>(edge)];
+                graph.total_weight += weight;
+                graph.strength_out[v] += weight;
+            }
+        }
+        graph.strength_in = graph.strength_out;
+        return graph;
+    }
+    finish_graph(graph);
+    detect_symmetry(graph);
+    return graph;
+}
+
+void allocate(Partition& partition, Node num_nodes) {
+    const auto size = static_cast<std::size_t>(num_nodes);
+    partition.csize.assign(size, 0);
+    partition.cnodes.assign(size, 0);
+    partition.weight_from.assign(size, 0.0);
+    partition.weight_to.assign(size, 0.0);
+    partition.empty.clear();
+}
+
+/// MutableVertexPartition::init_admin for the current membership: sums over edges in
+/// edge-id order, which is the stored order of the out-edges (call it before
+/// sort_out_edges on a collapsed level).
+void init_admin(const LevelGraph& graph, Partition& partition) {
+    allocate(partition, graph.num_nodes);
+    Node count = 0;
+    for (const Node community : partition.membership) count = std::max(count, community + 1);
+    partition.num_communities = count;
+    for (std::size_t v = 0; v < partition.membership.size(); ++v) {
+        const auto community = static_cast<std::size_t>(partition.membership[v]);
+        partition.csize[community] += graph.node_size[v];
+        partition.cnodes[community] += 1;
+    }
+    for (std::size_t v = 0; v < static_cast<std::size_t>(graph.num_nodes); ++v) {
+        const auto from = static_cast<std::size_t>(partition.membership[v]);
+        for (auto edge = graph.out_offsets[v]; edge < graph.out_offsets[v + 1]; ++edge) {
+            const double weight = graph.out_weights[static_cast<std::size_t>(edge)];
+            partition.weight_from[from] += weight;
+            partition.weight_to[static_cast<std::size_t>(partition.membership[static_cast<std::size_t>(graph.out_targets[static_cast<std::size_t>(edge)])])] += weight;
+        }
+    }
+    for (Node community = 0; community < count; ++community)
+        if (partition.cnodes[static_cast<std::size_t>(community)] == 0) partition.empty.push_back(community);
+}
+
+/// A partition of singletons (MutableVertexPartition(graph)): its community weights are
+/// the strengths, summed in the same order.
+void singletons(const LevelGraph& graph, Partition& partition) {
+    allocate(partition, graph.num_nodes);
+    partition.membership.resize(static_cast<std::size_t>(graph.num_nodes));
+    std::iota(partition.membership.begin(), partition.membership.end(), 0);
+    partition.num_communities = graph.num_nodes;
+    std::copy(graph.node_size.begin(), graph.node_size.end(), partition.csize.begin());
+    std::fill(partition.cnodes.begin(), partition.cnodes.end(), 1);
+    std::copy(graph.strength_out.begin(), graph.strength_out.end(), partition.weight_from.begin());
+    std::copy(graph.strength_in.begin(), graph.strength_in.end(), partition.weight_to.begin());
+}
+
+/// MutableVertexPartition::get_empty_community (adds one when there is none).
+Node empty_community(Partition& partition, Node num_nodes) {
+    if (partition.empty.empty()) {
+        if (partition.num_communities >= num_nodes)
+            throw std::logic_error("leiden: more communities than nodes");
+        const Node community = partition.num_communities++;
+        const auto index = static_cast<std::size_t>(community);
+        partition.csize[index] = 0;
+        partition.cnodes[index] = 0;
+        partition.weight_from[index] = 0.0;
+        partition.weight_to[index] = 0.0;
+        partition.empty.push_back(community);
+    }
+    return partition.empty.back();
+}
+
+/// MutableVertexPartition::move_node, in its order of updates.
+void move_node(const LevelGraph& graph, Partition& partition, Node v, Node new_comm) {
+    const auto node = static_cast<std::size_t>(v);
+    const Node old_comm = partition.membership[node];
+    const auto old_index = static_cast<std::size_t>(old_comm);
+    const auto new_index = static_cast<std::size_t>(new_comm);
+    const std::int64_t size = graph.node_size[node];
+    partition.cnodes[old_index] -= 1;
+    partition.csize[old_index] -= size;
+    if (partition.cnodes[old_index] == 0) partition.empty.push_back(old_comm);
+    if (partition.cnodes[new_index] == 0) {
+        const auto found = std::find(partition.empty.rbegin(), partition.empty.rend(), new_comm);
+        if (found != partition.empty.rend()) partition.empty.erase(std::next(found).base());
+    }
+    partition.cnodes[new_index] += 1;
+    partition.csize[new_index] += size;
+    // Edge by edge, as leidenalg updates them (the rounding follows the same steps).
+    if (graph.symmetric_weights) {
+        // In-edges carry the out-edges' weights in the same order: one walk.
+        double from_old = partition.weight_from[old_index], from_new = partition.weight_from[new_index];
+        double to_old = partition.weight_to[old_index], to_new = partition.weight_to[new_index];
+        for (auto edge = graph.out_offsets[node]; edge < graph.out_offsets[node + 1]; ++edge) {
+            const double weight = graph.out_weights[static_cast<std::size_t>(edge)];
+            from_old -= weight;
+            from_new += weight;
+            to_old -= weight;
+            to_new += weight;
+        }
+        partition.weight_from[old_index] = from_old;
+        partition.weight_from[new_index] = from_new;
+        partition.weight_to[old_index] = to_old;
+        partition.weight_to[new_index] = to_new;
+        partition.membership[node] = new_comm;
+        return;
+    }
+    double from_old = partition.weight_from[old_index], from_new = partition.weight_from[new_index];
+    for (auto edge = graph.out_offsets[node]; edge < graph.out_offsets[node + 1]; ++edge) {
+        const double weight = graph.out_weights[static_cast<std::size_t>(edge)];
+        from_old -= weight;
+        from_new += weight;
+    }
+    partition.weight_from[old_index] = from_old;
+    partition.weight_from[new_index] = from_new;
+    double to_old = partition.weight_to[old_index], to_new = partition.weight_to[new_index];
+    for (auto edge = graph.in_offsets[node]; edge < graph.in_offsets[node + 1]; ++edge) {
+        const double weight = graph.in_weights[static_cast<std::size_t>(edge)];
+        to_old -= weight;
+        to_new += weight;
+    }
+    partition.weight_to[old_index] = to_old;
+    partition.weight_to[new_index] = to_new;
+    partition.membership[node] = new_comm;
+}
+
+/// MutableVertexPartition::renumber_communities: by decreasing size, then decreasing
+/// node count, then increasing old number; empty communities dropped.
+void renumber(Partition& partition, std::vector<Node>& scratch) {
+    const Node count = partition.num_communities;
+    scratch.resize(static_cast<std::size_t>(count));
+    std::iota(scratch.begin(), scratch.end(), 0);
+    std::sort(scratch.begin(), scratch.end(), [&](Node a, Node b) {
+        const auto ia = static_cast<std::size_t>(a), ib = static_cast<std::size_t>(b);
+        if (partition.csize[ia] != partition.csize[ib]) return partition.csize[ia] > partition.csize[ib];
+        if (partition.cnodes[ia] != partition.cnodes[ib]) return partition.cnodes[ia] > partition.cnodes[ib];
+        return a < b;
+    });
+    std::vector<Node> new_id(static_cast<std::size_t>(count));
+    for (Node rank = 0; rank < count; ++rank) new_id[static_cast<std::size_t>(scratch[static_cast<std::size_t>(rank)])] = rank;
+    Node used = 0;
+    for (auto& community : partition.membership) {
+        community = new_id[static_cast<std::size_t>(community)];
+        used = std::max(used, community + 1);
+    }
+    // Communities of size 0 are not carried over (relabel_communities copies csize > 0).
+    std::vector<std::uint8_t> keep(static_cast<std::size_t>(count));
+    for (Node old = 0; old < count; ++old) keep[static_cast<std::size_t>(old)] = partition.csize[static_cast<std::size_t>(old)] > 0;
+    const auto permute_kept = [&](auto& values) {
+        const auto end = values.begin() + count;
+        const std::vector<typename std::decay_t<decltype(values)>::value_type> copy(values.begin(), end);
+        std::fill(values.begin(), end, 0);
+        for (Node old = 0; old < count; ++old)
+            if (keep[static_cast<std::size_t>(old)])
+                values[static_cast<std::size_t>(new_id[static_cast<std::size_t>(old)])] = copy[static_cast<std::size_t>(old)];
+    };
+    permute_kept(partition.weight_from);
+    permute_kept(partition.weight_to);
+    permute_kept(partition.cnodes);
+    permute_kept(partition.csize);
+    partition.num_communities = used;
+    partition.empty.clear();
+    for (Node community = 0; community < used; ++community)
+        if (partition.csize[static_cast<std::size_t>(community)] == 0) partition.empty.push_back(community);
+}
+
+/// RBConfigurationVertexPartition::diff_move, term by term in leidenalg's order. The
+/// old community's terms depend on v only and are computed once per node (the same
+/// operations, so the same value).
+class DiffMove {
+public:
+    DiffMove(double resolution, double total_weight, double k_out, double k_in, double self_weight, double w_to_old,
+             double w_from_old, double K_out_old, double K_in_old)
+        : m_resolution(resolution), m_total_weight(total_weight), m_k_out(k_out), m_k_in(k_in), m_self_weight(self_weight),
+          m_diff_old((w_to_old - resolution * k_out * K_in_old / total_weight) +
+                     (w_from_old - resolution * k_in * K_out_old / total_weight)) {}
+
+    /// Quality change of moving v into a community other than its own, given v's
+    /// weights to and from it and the community's total out- and in-weight.
+    double operator()(double w_to_new, double w_from_new, double K_out_new_comm, double K_in_new_comm) const {
+        if (m_total_weight == 0.0) return 0.0;
+        const double K_out_new = K_out_new_comm + m_k_out;
+        const double K_in_new = K_in_new_comm + m_k_in;
+        const double diff_new = (w_to_new + m_self_weight - m_resolution * m_k_out * K_in_new / m_total_weight) +
+                                (w_from_new + m_self_weight - m_resolution * m_k_in * K_out_new / m_total_weight);
+        return diff_new - m_diff_old;
+    }
+
+private:
+    double m_resolution, m_total_weight, m_k_out, m_k_in, m_self_weight, m_diff_old;
+};
+
+/// Accumulates v's weights to and from each neighbouring community (leidenalg's
+/// cache_neigh_communities for IGRAPH_OUT and IGRAPH_IN) and lists the communities in
+/// order of first appearance among v's neighbours in igraph's IGRAPH_ALL order.
+void gather(const LevelGraph& graph, const Partition& partition, Node v, Workspace& ws) {
+    Node* const candidates = ws.candidates.data();
+    std::size_t count = 0;
+    if (graph.symmetric_weights) {
+        // The weights from each community are the same sums as those to it; only
+        // weight_to_comm is filled (see weight_from()). Weights are > 0, so a zero sum
+        // marks a community not met yet; the candidate is written unconditionally and
+        // kept by advancing the count (no hard-to-predict branch between the loads).
+        const auto begin = static_cast<std::size_t>(graph.out_offsets[static_cast<std::size_t>(v)]);
+        const auto end = static_cast<std::size_t>(graph.out_offsets[static_cast<std::size_t>(v) + 1]);
+        const Node* const targets = graph.out_targets.data();
+        const double* const weights = graph.out_weights.data();
+        const Node* const membership = partition.membership.data();
+        double* const sums = ws.weight_to_comm.data();
+        for (std::size_t edge = begin; edge < end; ++edge) {
+            const Node community = membership[targets[edge]];
+            const double sum = sums[community];
+            candidates[count] = community;
+            count += sum == 0.0 ? 1 : 0;
+            sums[community] = sum + weights[edge];
+        }
+        ws.num_candidates = count;
+        return;
+    }
+    const auto touch = [&](Node community) {
+        auto& added = ws.added[static_cast<std::size_t>(community)];
+        if (!added) {
+            added = 1;
+            candidates[count++] = community;
+        }
+    };
+    for_all_edges(
+        graph, v,
+        [&](Node target, double weight) {
+            const Node community = partition.membership[static_cast<std::size_t>(target)];
+            ws.weight_to_comm[static_cast<std::size_t>(community)] += weight;
+            touch(community);
+        },
+        [&](Node source, double weight) {
+            const Node community = partition.membership[static_cast<std::size_t>(source)];
+            ws.weight_from_comm[static_cast<std::size_t>(community)] += weight;
+            touch(community);
+        });
+    ws.num_candidates = count;
+}
+
+/// v's weight from `community` as gathered (leidenalg's weight_from_comm).
+inline double weight_from(const LevelGraph& graph, const Workspace& ws, std::size_t community) {
+    return graph.symmetric_weights ? ws.weight_to_comm[community] : ws.weight_from_comm[community];
+}
+
+void clear_gathered(Workspace& ws) {
+    for (std::size_t slot = 0; slot < ws.num_candidates; ++slot) {
+        const auto index = static_cast<std::size_t>(ws.candidates[slot]);
+        ws.weight_to_comm[index] = 0.0;
+        ws.weight_from_comm[index] = 0.0;
+        ws.added[index] = 0;
+    }
+}
+
+DiffMove diff_for(const LevelGraph& graph, const Partition& partition, Node v, double resolution, const Workspace& ws) {
+    const auto node = static_cast<std::size_t>(v);
+    const auto old_index = static_cast<std::size_t>(partition.membership[node]);
+    return DiffMove(resolution, graph.total_weight, graph.strength_out[node], graph.strength_in[node], graph.self_weight[node],
+                    ws.weight_to_comm[old_index], weight_from(graph, ws, old_index), partition.weight_from[old_index],
+                    partition.weight_to[old_index]);
+}
+
+/// Optimiser::move_nodes with ALL_NEIGH_COMMS and the empty community considered: the
+/// queue-based fast local move. Returns the summed improvement; renumbers at the end.
+double move_nodes(const LevelGraph& graph, Partition& partition, double resolution, Rng& rng, Workspace& ws,
+                  Cancellation& cancel) {
+    const Node num_nodes = graph.num_nodes;
+    ws.order.resize(static_cast<std::size_t>(num_nodes));
+    std::iota(ws.order.begin(), ws.order.end(), 0);
+    shuffle(ws.order, rng);
+    // Ring buffer: a node is queued only while it is not stable, so at most once.
+    const auto capacity = static_cast<std::size_t>(num_nodes) + 1;
+    std::size_t head = 0, tail = 0;
+    for (const Node v : ws.order) ws.queue[tail++] = v;
+    std::fill(ws.stable.begin(), ws.stable.begin() + num_nodes, 0);
+    double total_improvement = 0.0;
+    while (head != tail) {
+        const Node v = ws.queue[head];
+        head = head + 1 == capacity ? 0 : head + 1;
+        cancel.tick();
+        if (head != tail) {
+            const std::size_t next = head + 1 == capacity ? 0 : head + 1;
+            if (next != tail) prefetch_row(graph, ws.queue[next]);
+            prefetch_neighbour_communities(graph, partition.membership, ws.queue[head]);
+        }
+        const auto node = static_cast<std::size_t>(v);
+        const Node v_comm = partition.membership[node];
+        gather(graph, partition, v, ws);
+        const std::size_t num_neighbour_comms = ws.num_candidates;
+        Node empty = -1;
+        if (partition.cnodes[static_cast<std::size_t>(v_comm)] > 1) empty = empty_community(partition, num_nodes);
+        const DiffMove diff = diff_for(graph, partition, v, resolution, ws);
+        Node max_comm = v_comm;
+        double max_improvement = 10 * DBL_EPSILON;
+        for (std::size_t index = 0; index <= num_neighbour_comms; ++index) {
+            Node community;
+            if (index < num_neighbour_comms) {
+                community = ws.candidates[index];
+            } else {
+                if (empty < 0) break;
+                community = empty;
+            }
+            if (community == v_comm) continue;  // diff_move is 0 there
+            const auto c = static_cast<std::size_t>(community);
+            const double improvement =
+                diff(ws.weight_to_comm[c], weight_from(graph, ws, c), partition.weight_from[c], partition.weight_to[c]);
+            if (improvement > max_improvement) {
+                max_comm = community;
+                max_improvement = improvement;
+            }
+        }
+        clear_gathered(ws);
+        ws.stable[node] = 1;
+        if (max_comm != v_comm) {
+            total_improvement += max_improvement;
+            move_node(graph, partition, v, max_comm);
+            const auto requeue = [&](Node u, double) {
+                const auto neighbour = static_cast<std::size_t>(u);
+                if (ws.stable[neighbour] && partition.membership[neighbour] != max_comm) {
+                    ws.queue[tail] = u;
+                    tail = tail + 1 == capacity ? 0 : tail + 1;
+                    ws.stable[neighbour] = 0;
+                }
+            };
+            for_all_edges(graph, v, requeue, requeue);
+        }
+    }
+    renumber(partition, ws.order);
+    return total_improvement;
+}
+
+/// Optimiser::merge_nodes_constrained with leidenalg's refine_consider_comms default,
+/// ALL_NEIGH_COMMS: one pass over the nodes in random order; a node still alone in its
+/// community merges into the neighbouring community (within its community of
+/// `constraint`) that improves the quality most, ties going to the later candidate
+/// (`>=`), provided the quality does not drop.
+void merge_nodes_constrained(const LevelGraph& graph, Partition& partition, const std::vector<Node>& constraint,
+                             double resolution, Rng& rng, Workspace& ws, Cancellation& cancel) {
+    const Node num_nodes = graph.num_nodes;
+    ws.order.resize(static_cast<std::size_t>(num_nodes));
+    std::iota(ws.order.begin(), ws.order.end(), 0);
+    shuffle(ws.order, rng);
+    // The partition starts as singletons and merges stay inside a constraint community.
+    // Community c starts as {c}; while non-empty it still holds node c (only singletons
+    // move), so node c's constraint is the community's.
+    const std::vector<Node>& community_constraint = constraint;
+    for (std::size_t position = 0; position < ws.order.size(); ++position) {
+        const Node v = ws.order[position];
+        cancel.tick();
+        if (position + 2 < ws.order.size()) prefetch_row(graph, ws.order[position + 2]);
+        if (position + 1 < ws.order.size()) prefetch_neighbour_communities(graph, partition.membership, ws.order[position + 1]);
+        const auto node = static_cast<std::size_t>(v);
+        const Node v_comm = partition.membership[node];
+        if (partition.cnodes[static_cast<std::size_t>(v_comm)] != 1) continue;
+        const Node v_constraint = constraint[node];
+        // Weights of v to every neighbouring community (all of v's edges, as
+        // cache_neigh_communities), candidates restricted to v's constraint community.
+        gather(graph, partition, v, ws);
+        const DiffMove diff = diff_for(graph, partition, v, resolution, ws);
+        Node max_comm = v_comm;
+        double max_improvement = 0.0;
+        const auto consider = [&](Node community) {
+            const auto c = static_cast<std::size_t>(community);
+            const double improvement =
+                community == v_comm ? 0.0
+                                    : diff(ws.weight_to_comm[c], weight_from(graph, ws, c), partition.weight_from[c], partition.weight_to[c]);
+            if (improvement >= max_improvement) {
+                max_comm = community;
+                max_improvement = improvement;
+            }
+        };
+        // Distinct communities of neighbours in v's constraint community, in order of
+        // first appearance: the neighbouring communities restricted to the constraint
+        // (refined communities never straddle two constraint ones).
+        for (std::size_t slot = 0; slot < ws.num_candidates; ++slot)
+            if (const Node community = ws.candidates[slot]; community_constraint[static_cast<std::size_t>(community)] == v_constraint) consider(community);
+        clear_gathered(ws);
+        if (max_comm != v_comm) move_node(graph, partition, v, max_comm);
+    }
+    renumber(partition, ws.order);
+}
+
+/// Graph::collapse_graph on the refined partition, then the partition of the collapsed
+/// graph with `membership` (MutableVertexPartition::create(graph, membership)).
+LevelGraph collapse(const LevelGraph& graph, const Partition& refined, Partition& collapsed_partition, Workspace& ws,
+                    Cancellation& cancel) {
+    const Node count = refined.num_communities;
+    const auto num_nodes = static_cast<std::size_t>(graph.num_nodes);
+    // Members of each community by increasing node (get_communities).
+    ws.member_offsets.assign(static_cast<std::size_t>(count) + 1, 0);
+    for (const Node community : refined.membership) ++ws.member_offsets[static_cast<std::size_t>(community) + 1];
+    for (std::size_t c = 0; c < static_cast<std::size_t>(count); ++c) ws.member_offsets[c + 1] += ws.member_offsets[c];
+    ws.members.resize(num_nodes);
+    {
+        std::vector<std::int64_t> cursor(ws.member_offsets.begin(), ws.member_offsets.end() - 1);
+        for (std::size_t v = 0; v < num_nodes; ++v)
+            ws.members[static_cast<std::size_t>(cursor[static_cast<std::size_t>(refined.membership[v])]++)] = static_cast<Node>(v);
+    }
+    LevelGraph next;
+    next.num_nodes = count;
+    next.out_offsets.assign(static_cast<std::size_t>(count) + 1, 0);
+    next.out_targets.reserve(graph.out_targets.size() / 2);
+    next.out_weights.reserve(graph.out_targets.size() / 2);
+    next.self_weight.assign(static_cast<std::size_t>(count), 0.0);
+    next.node_size.assign(static_cast<std::size_t>(count), 0);
+    for (Node c = 0; c < count; ++c) {
+        cancel.tick();
+        std::size_t num_neighbours = 0;
+        Node* const neighbour_comms = ws.neighbour_comms.data();
+        double* const sums = ws.weight_to_neighbour.data();
+        const Node* const refined_membership = refined.membership.data();
+        for (auto slot = ws.member_offsets[static_cast<std::size_t>(c)]; slot < ws.member_offsets[static_cast<std::size_t>(c) + 1]; ++slot) {
+            const auto v = static_cast<std::size_t>(ws.members[static_cast<std::size_t>(slot)]);
+            // Members are visited in node order across communities: prefetch ahead.
+            if (slot + 2 < static_cast<std::int64_t>(num_nodes)) prefetch_row(graph, ws.members[static_cast<std::size_t>(slot) + 2]);
+            if (slot + 1 < static_cast<std::int64_t>(num_nodes))
+                prefetch_neighbour_communities(graph, refined.membership, ws.members[static_cast<std::size_t>(slot) + 1]);
+            for (auto edge = graph.out_offsets[v]; edge < graph.out_offsets[v + 1]; ++edge) {
+                const Node u_comm = refined_membership[graph.out_targets[static_cast<std::size_t>(edge)]];
+                // Weights are > 0: a zero sum marks a community not met yet (kept
+                // without a branch, as in gather).
+                const double sum = sums[u_comm];
+                neighbour_comms[num_neighbours] = u_comm;
+                num_neighbours += sum == 0.0 ? 1 : 0;
+                sums[u_comm] = sum + graph.out_weights[static_cast<std::size_t>(edge)];
+            }
+        }
+        for (std::size_t slot = 0; slot < num_neighbours; ++slot) {
+            const Node u_comm = neighbour_comms[slot];
+            const auto index = static_cast<std::size_t>(u_comm);
+            next.out_targets.push_back(u_comm);
+            next.out_weights.push_back(ws.weight_to_neighbour[index]);
+            if (u_comm == c) next.self_weight[static_cast<std::size_t>(c)] = ws.weight_to_neighbour[index];
+            ws.weight_to_neighbour[index] = 0.0;
+        }
+        next.out_offsets[static_cast<std::size_t>(c) + 1] = static_cast<std::int64_t>(next.out_targets.size());
+        next.node_size[static_cast<std::size_t>(c)] = refined.csize[static_cast<std::size_t>(c)];
+    }
+    finish_graph(next);
+    // The collapsed partition's sums run over edges in edge-id order, i.e. before the
+    // out-edges are put in igraph's target order.
+    init_admin(next, collapsed_partition);
+    // Then igraph's order: each node's out-edges by target (targets are distinct).
+    std::vector<std::pair<Node, double>> segment;
+    for (Node c = 0; c < count; ++c) {
+        const auto begin = static_cast<std::size_t>(next.out_offsets[static_cast<std::size_t>(c)]);
+        const auto end = static_cast<std::size_t>(next.out_offsets[static_cast<std::size_t>(c) + 1]);
+        if (std::is_sorted(next.out_targets.begin() + static_cast<std::ptrdiff_t>(begin),
+                           next.out_targets.begin() + static_cast<std::ptrdiff_t>(end)))
+            continue;
+        segment.clear();
+        for (std::size_t edge = begin; edge < end; ++edge) segment.emplace_back(next.out_targets[edge], next.out_weights[edge]);
+        std::sort(segment.begin(), segment.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+        for (std::size_t edge = begin; edge < end; ++edge) {
+            next.out_targets[edge] = segment[edge - begin].first;
+            next.out_weights[edge] = segment[edge - begin].second;
+        }
+    }
+    detect_symmetry(next);
+    return next;
+}
+
+/// Optimiser::optimise_partition: one Leiden iteration from the current partition of
+/// the base graph. Returns the improvement of its move_nodes calls.
+double optimise_partition(const LevelGraph& base, Partition& base_partition, bool& base_needs_init, double resolution, Rng& rng,
+                          Workspace& ws, Cancellation& cancel) {
+    const auto num_cells = static_cast<std::size_t>(base.num_nodes);
+    if (base_needs_init) {
+        init_admin(base, base_partition);
+        base_needs_init = false;
+    }
+    std::vector<Node> aggregate(num_cells);
+    std::iota(aggregate.begin(), aggregate.end(), 0);
+    LevelGraph level_graph;            // levels >= 1
+    Partition level_partition;         // levels >= 1
+    const LevelGraph* graph = &base;
+    Partition* partition = &base_partition;
+    double improvement = 0.0;
+    Partition refined;
+    for (int level = 0;; ++level) {
+        improvement += move_nodes(*graph, *partition, resolution, rng, ws, cancel);
+        if (level > 0) {
+            // from_coarse_partition: the cells take their aggregate's community; the
+            // base administration is rebuilt (init_admin) before it is next used.
+            for (std::size_t cell = 0; cell < num_cells; ++cell)
+                base_partition.membership[cell] = partition->membership[static_cast<std::size_t>(aggregate[cell])];
+            base_needs_init = true;
+        }
+        singletons(*graph, refined);
+        merge_nodes_constrained(*graph, refined, partition->membership, resolution, rng, ws, cancel);
+        for (auto& node : aggregate) node = refined.membership[static_cast<std::size_t>(node)];
+        const bool aggregate_further =
+            refined.num_communities < graph->num_nodes && graph->num_nodes > partition->num_communities;
+        if (!aggregate_further) break;
+        Partition next_partition;
+        next_partition.membership.assign(static_cast<std::size_t>(refined.num_communities), 0);
+        for (std::size_t v = 0; v < static_cast<std::size_t>(graph->num_nodes); ++v)
+            next_partition.membership[static_cast<std::size_t>(refined.membership[v])] = partition->membership[v];
+        LevelGraph next_graph = collapse(*graph, refined, next_partition, ws, cancel);
+        level_graph = std::move(next_graph);
+        level_partition = std::move(next_partition);
+        graph = &level_graph;
+        partition = &level_partition;
+        cancel.ctx.checkpoint();
+    }
+    if (base_needs_init) {
+        // renumber_communities needs the sizes; the weights are rebuilt lazily.
+        std::fill(base_partition.csize.begin(), base_partition.csize.end(), 0);
+        std::fill(base_partition.cnodes.begin(), base_partition.cnodes.end(), 0);
+        Node count = 0;
+        for (const Node community : base_partition.membership) {
+            ++base_partition.csize[static_cast<std::size_t>(community)];
+            ++base_partition.cnodes[static_cast<std::size_t>(community)];
+            count = std::max(count, community + 1);
+        }
+        base_partition.num_communities = count;
+    }
+    renumber(base_partition, ws.order);
+    return improvement;
+}
+
+}  // namespace
+#endif
+
+LeidenalgPartition leidenalg_optimise(const CsrGraph& graph, double resolution, int num_iterations, bool use_weights,
+                                      std::uint64_t seed, JobContext& ctx, int max_passes) {
+#ifndef FATHOM_HAVE_IGRAPH
+    (void)graph, (void)resolution, (void)num_iterations, (void)use_weights, (void)seed, (void)ctx, (void)max_passes;
+    throw std::runtime_error("leiden: this build of fathom has no igraph (install libigraph-dev and reconfigure)");
+#else
+    if (graph.num_cells > static_cast<std::int64_t>(INT32_MAX) - 1)
+        throw std::invalid_argument("leiden: more than 2^31 - 2 cells");
+    const LevelGraph base = base_graph(graph, use_weights);
+    Partition partition;
+    singletons(base, partition);
+    bool needs_init = false;
+    Workspace ws(base.num_nodes);
+    Rng rng(seed);
+    Cancellation cancel{ctx};
+    LeidenalgPartition result;
+    // Optimiser.optimise_partition (Python): `while continue_iteration`, with
+    // continue_iteration = diff > 0 for n_iterations < 0.
+    while (true) {
+        ctx.checkpoint();
+        const double improvement = optimise_partition(base, partition, needs_init, resolution, rng, ws, cancel);
+        result.improvement += improvement;
+        ++result.passes;
+        ctx.report(std::min(0.95, 0.15 * result.passes), "pass " + std::to_string(result.passes));
+        const bool more = num_iterations < 0 ? improvement > 0 : result.passes < num_iterations;
+        if (!more || result.passes >= max_passes) break;
+    }
+    result.membership = std::move(partition.membership);
+    result.num_communities = partition.num_communities;
+    return result;
+#endif
+}
+
+}  // namespace fathom::detail
