@@ -996,6 +996,8 @@ void PlotView::renderDensity() {
         // Binned on the CPU from the positions and attributes in cell order (the GPU
         // buffers' draw order plays no part: the image is made of sums), then uploaded as
         // the finished picture.
+        QElapsedTimer timer;
+        timer.start();
         const DensityRaster raster{size.width(), size.height(), d->density_center, scale / downsample};
         const DensityColoring coloring = d->kind == ColorKind::Categorical  ? DensityColoring::MeanColor
                                          : d->kind == ColorKind::Continuous ? DensityColoring::MeanValue
@@ -1007,6 +1009,7 @@ void PlotView::renderDensity() {
         gl->glPixelStorei(GL_UNPACK_ALIGNMENT, 4);
         gl->glTexSubImage2D(GL_TEXTURE_2D, 0, 0, 0, size.width(), size.height(), GL_RGBA, GL_UNSIGNED_BYTE,
                             d->density_pixels.data());
+        d->stats.last_density_ms = static_cast<double>(timer.nsecsElapsed()) * 1e-6;
         d->density_dirty = false;
         ++d->stats.density_aggregations;
         d->stats.drawn_points = static_cast<std::int64_t>(cells);

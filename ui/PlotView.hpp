@@ -66,6 +66,7 @@ public:
         std::int64_t position_reorders = 0;      ///< position rewrites for a new draw order
         std::int64_t drawn_points = 0;           ///< points submitted by the last scene render
         double last_paint_ms = 0.0;              ///< CPU time of the last paintGL
+        double last_density_ms = 0.0;            ///< binning + texture upload of the last density aggregation
         double frame_interval_ms = 0.0;          ///< smoothed time between frames (0 if idle)
     };
 
