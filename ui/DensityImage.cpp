@@ -22,26 +22,29 @@ constexpr int k_band_rows = 8;
 // Counts below this take their intensity from a table (one log per count, not per texel).
 constexpr std::uint32_t k_intensity_table_size = 4096;
 
-// The texel row and column of a cell; false when it is hidden, non-finite or outside.
+// A cell not binned (hidden, non-finite or outside the raster).
+constexpr std::uint32_t k_not_binned = ~std::uint32_t{0};
+
+// The texel of a cell as (row << 16 | column), or k_not_binned.
 struct Binner {
     const float* positions;
     const PointAttribute* attributes;
     double center_x, center_y, scale, half_width, half_height;
     int width, height;
 
-    bool texel(std::int64_t cell, std::int64_t& column, std::int64_t& row) const noexcept {
-        if (attributes[cell].color.a == 0) return false;
-        const double x = std::floor((positions[2 * cell] - center_x) * scale + half_width);
-        const double y = std::floor((positions[2 * cell + 1] - center_y) * scale + half_height);
-        if (!(x >= 0.0 && y >= 0.0 && x < width && y < height)) return false;  // NaN fails too
-        column = static_cast<std::int64_t>(x);
-        row = static_cast<std::int64_t>(y);
-        return true;
+    std::uint32_t key(std::int64_t cell) const noexcept {
+        if (attributes[cell].color.a == 0) return k_not_binned;
+        const double x = (positions[2 * cell] - center_x) * scale + half_width;
+        const double y = (positions[2 * cell + 1] - center_y) * scale + half_height;
+        // floor(v) is in [0, size) exactly when v is, and then truncation is floor.
+        if (!(x >= 0.0 && y >= 0.0 && x < width && y < height)) return k_not_binned;  // NaN fails too
+        return static_cast<std::uint32_t>(y) << 16 | static_cast<std::uint32_t>(x);
     }
 };
 
+// Round to nearest of a value in [0, 1] as 8 bits (what GL's conversion to RGBA8 does).
 std::uint8_t to_unorm8(float value) noexcept {
-    return static_cast<std::uint8_t>(std::lround(std::clamp(value, 0.0f, 1.0f) * 255.0f));
+    return static_cast<std::uint8_t>(std::clamp(value, 0.0f, 1.0f) * 255.0f + 0.5f);
 }
 
 }  // namespace
@@ -53,8 +56,9 @@ DensitySummary aggregate_density(std::span<const float> positions, std::span<con
         throw std::invalid_argument("DensityRaster::width and ::height must be >= 1 (got " +
                                     std::to_string(raster.width) + " x " + std::to_string(raster.height) + ")");
     const std::int64_t num_texels = std::int64_t{raster.width} * raster.height;
-    if (num_texels >= (std::int64_t{1} << 32))
-        throw std::invalid_argument("DensityRaster::width * height must be below 2^32 texels");
+    if (raster.width >= (1 << 16) || raster.height >= (1 << 16))
+        throw std::invalid_argument("DensityRaster::width and ::height must be below 65536 texels (got " +
+                                    std::to_string(raster.width) + " x " + std::to_string(raster.height) + ")");
     if (!(raster.texels_per_unit > 0.0) || !std::isfinite(raster.texels_per_unit))
         throw std::invalid_argument("DensityRaster::texels_per_unit must be finite and > 0");
     const std::int64_t num_cells = static_cast<std::int64_t>(positions.size() / 2);
@@ -70,15 +74,18 @@ DensitySummary aggregate_density(std::span<const float> positions, std::span<con
     const std::int64_t num_bands = (height + k_band_rows - 1) / k_band_rows;
     const std::int64_t num_chunks = (num_cells + k_chunk_cells - 1) / k_chunk_cells;
 
-    // 1. Binned cells per (chunk, band), each chunk counted by one task.
+    // 1. Every cell's texel, and the binned cells per (chunk, band), each chunk by one task.
     scratch.chunk_band_cells.assign(static_cast<std::size_t>(num_chunks * num_bands), 0);
+    scratch.cell_keys.resize(static_cast<std::size_t>(num_cells));
     tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, num_chunks, 1), [&](const tbb::blocked_range<std::int64_t>& chunks) {
         for (std::int64_t chunk = chunks.begin(); chunk != chunks.end(); ++chunk) {
             std::uint32_t* per_band = scratch.chunk_band_cells.data() + chunk * num_bands;
             const std::int64_t end = std::min(num_cells, (chunk + 1) * k_chunk_cells);
-            std::int64_t column = 0, row = 0;
-            for (std::int64_t cell = chunk * k_chunk_cells; cell < end; ++cell)
-                if (binner.texel(cell, column, row)) ++per_band[row / k_band_rows];
+            for (std::int64_t cell = chunk * k_chunk_cells; cell < end; ++cell) {
+                const std::uint32_t key = binner.key(cell);
+                scratch.cell_keys[static_cast<std::size_t>(cell)] = key;
+                if (key != k_not_binned) ++per_band[(key >> 16) / k_band_rows];
+            }
         }
     });
     // 2. Where each (chunk, band) starts in the band-grouped entries: bands in order, and
@@ -100,12 +107,13 @@ DensitySummary aggregate_density(std::span<const float> positions, std::span<con
         for (std::int64_t chunk = chunks.begin(); chunk != chunks.end(); ++chunk) {
             std::uint32_t* next = scratch.chunk_band_cells.data() + chunk * num_bands;
             const std::int64_t end = std::min(num_cells, (chunk + 1) * k_chunk_cells);
-            std::int64_t column = 0, row = 0;
             for (std::int64_t cell = chunk * k_chunk_cells; cell < end; ++cell) {
-                if (!binner.texel(cell, column, row)) continue;
-                const std::int64_t band = row / k_band_rows;
-                const std::int64_t slot = band_begin[static_cast<std::size_t>(band)] + next[band]++;
-                scratch.entries[static_cast<std::size_t>(slot)] = {static_cast<std::uint32_t>(row * width + column),
+                const std::uint32_t key = scratch.cell_keys[static_cast<std::size_t>(cell)];
+                if (key == k_not_binned) continue;
+                const std::uint32_t row = key >> 16, column = key & 0xffffu;
+                const std::uint32_t band = row / k_band_rows;
+                const std::int64_t slot = band_begin[band] + next[band]++;
+                scratch.entries[static_cast<std::size_t>(slot)] = {row * static_cast<std::uint32_t>(width) + column,
                                                                    attributes[cell]};
             }
         }
@@ -127,10 +135,10 @@ DensitySummary aggregate_density(std::span<const float> positions, std::span<con
     tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, num_bands, 1), [&](const tbb::blocked_range<std::int64_t>& bands) {
         for (std::int64_t band = bands.begin(); band != bands.end(); ++band) {
             const auto [first, size] = band_texels(band);
+            const auto entries = band_entries(band);
+            if (entries.empty()) continue;  // step 4 fills the band with the background
             std::uint32_t* counts = scratch.counts.data() + first;
             std::fill(counts, counts + size, 0u);
-            const auto entries = band_entries(band);
-            if (entries.empty()) continue;
             for (const auto& entry : entries) ++counts[entry.texel - first];
             scratch.band_largest[static_cast<std::size_t>(band)] = *std::max_element(counts, counts + size);
         }
@@ -154,6 +162,10 @@ DensitySummary aggregate_density(std::span<const float> positions, std::span<con
         intensity_table[count] = intensity_of(static_cast<std::uint32_t>(count));
     const std::array<float, 3> base{background.r / 255.0f, background.g / 255.0f, background.b / 255.0f};
     const Rgba8 opaque_background{background.r, background.g, background.b, 255};
+    const auto table = colormap_table(colormap);
+    auto table_color = [&](std::size_t entry) {
+        return Rgba8{table[entry * 3], table[entry * 3 + 1], table[entry * 3 + 2], 255};
+    };
     out.resize(static_cast<std::size_t>(num_texels));
     tbb::enumerable_thread_specific<std::vector<std::array<std::uint32_t, 3>>> color_sums;
     tbb::enumerable_thread_specific<std::vector<double>> value_sums;
@@ -192,7 +204,8 @@ DensitySummary aggregate_density(std::span<const float> positions, std::span<con
                 }
                 const float intensity = count < intensity_table.size() ? intensity_table[count] : intensity_of(count);
                 if (coloring == DensityColoring::Count) {
-                    colors[texel] = colormap_color(colormap, intensity);
+                    // The colour map entry of the intensity, as colormap_color() picks it.
+                    colors[texel] = table_color(std::min<std::size_t>(static_cast<std::size_t>(intensity * 256.0f), 255));
                     continue;
                 }
                 std::array<float, 3> shown{};

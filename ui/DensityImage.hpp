@@ -20,8 +20,8 @@ namespace fathom::ui {
 ///   (floor((x - center.x) * texels_per_unit + width / 2), floor((y - center.y) * texels_per_unit + height / 2)),
 /// so texel rows grow with world y (GL texture orientation).
 struct DensityRaster {
-    int width = 0;                  ///< texels, >= 1
-    int height = 0;                 ///< texels, >= 1; width * height < 2^32
+    int width = 0;                  ///< texels, >= 1 and below 65536
+    int height = 0;                 ///< texels, >= 1; both below 65536
     Vec2 center;                    ///< world units
     double texels_per_unit = 1.0;   ///< > 0
 };
@@ -41,6 +41,7 @@ struct DensityScratch {
         std::uint32_t texel;
         PointAttribute attribute;
     };
+    std::vector<std::uint32_t> cell_keys;         ///< texel (row << 16 | column) of each cell, or ~0
     std::vector<std::uint32_t> chunk_band_cells;  ///< binned cells per (chunk of cells, band of rows)
     std::vector<Entry> entries;                   ///< binned cells grouped by band, in cell order within a band
     std::vector<std::uint32_t> counts;            ///< cells per texel
