@@ -742,9 +742,7 @@ void PlotView::initializeGL() {
     gl->glBindBuffer(GL_ARRAY_BUFFER, d->attribute_buffer);
     gl->glEnableVertexAttribArray(1);
     gl->glVertexAttribPointer(1, 4, GL_UNSIGNED_BYTE, GL_TRUE, sizeof(PointAttribute), nullptr);
-    gl->glEnableVertexAttribArray(2);
-    gl->glVertexAttribPointer(2, 1, GL_FLOAT, GL_FALSE, sizeof(PointAttribute),
-                              reinterpret_cast<const void*>(offsetof(PointAttribute, value)));
+    // (PointAttribute::value is for the CPU side: the density binning averages it.)
     gl->glBindVertexArray(0);
     d->gpu_capacity = -1;
     d->gpu_generation = ~0ULL;
