@@ -811,6 +811,10 @@ void PlotView::uploadPending() {
         d->uploaded = 0;
         d->gpu_generation = d->data_generation;
     }
+    // The density image is made on the CPU from the cell-order data: while it is shown
+    // and every position is on the GPU, recolourings and reorders wait on the CPU until
+    // the points are drawn again (only the density texture is uploaded meanwhile).
+    if (densityActive() && d->uploaded == count && !d->attributes_follow_batches) return;
     const bool permuted = !d->order_identity && static_cast<std::int64_t>(d->draw_indices.size()) == count;
     // A new draw order rewrites every position once, in that order, within this frame (a
     // buffer half in one order and half in another would pair positions with the wrong

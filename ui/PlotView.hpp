@@ -16,7 +16,9 @@
 ///   (aggregate_density in DensityImage.hpp: counts, mean colour or mean value per texel)
 ///   and uploads the finished image as one texture, which a full-screen pass shows; the
 ///   aggregation is redone only when the view or the data change, so a still frame
-///   costs the same for any n, and a recolouring never draws every cell.
+///   costs the same for any n, and a recolouring never draws every cell. While the
+///   density image is shown, the attribute and reorder uploads wait until points are
+///   drawn again.
 /// - The finished point (or density) layer is cached in an offscreen framebuffer, so
 ///   overlay-only frames (hover, legend) do not redraw the cells.
 /// - Hover picking uses a uniform grid built once per embedding (SpatialGrid).

@@ -463,6 +463,31 @@ TEST_F(PlotViewTest, DensityImageMatchesAnIndependentlyBinnedPicture) {
     check("continuous, light theme", 1);
 }
 
+TEST_F(PlotViewTest, DensityModeUploadsOnlyItsTextureUntilPointsAreDrawnAgain) {
+    view->setOverlayVisible(false);
+    show_blobs(3000);
+    view->setDensityMode(PlotView::DensityMode::On);
+    grab_uploaded();
+    const PlotView::Stats before = view->stats();
+    view->setCategoryVisible(1, false);
+    view->setDrawOrder(DrawOrder::Random, 5);
+    QImage image = view->grabFramebuffer();
+    EXPECT_EQ(view->stats().density_aggregations, before.density_aggregations + 1);
+    EXPECT_EQ(view->stats().attribute_bytes, before.attribute_bytes) << "the density image is binned on the CPU";
+    EXPECT_EQ(view->stats().position_bytes, before.position_bytes);
+    const QPoint hidden = screen_of(k_blob_centers[1]);
+    EXPECT_EQ(pixel_at(image, hidden.x(), hidden.y()), view->backgroundColor());
+    // Back to points: the waiting colours and order go up once, and the picture follows.
+    view->setDensityMode(PlotView::DensityMode::Off);
+    image = view->grabFramebuffer();
+    EXPECT_EQ(view->stats().attribute_bytes, before.attribute_bytes + 9000 * 8);
+    EXPECT_EQ(view->stats().position_reorders, before.position_reorders + 1);
+    EXPECT_EQ(view->stats().position_bytes, before.position_bytes + 9000 * 8);
+    EXPECT_EQ(count_pixels(image, k_green), 0);
+    EXPECT_GT(count_pixels(image, k_red), 100);
+    EXPECT_GT(count_pixels(image, k_blue), 100);
+}
+
 TEST_F(PlotViewTest, DragPansAndWheelZoomsAroundTheCursor) {
     view->setOverlayVisible(false);
     show_blobs(500);
