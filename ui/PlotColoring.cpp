@@ -1,5 +1,8 @@
 #include "ui/PlotColoring.hpp"
 
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -138,6 +141,32 @@ std::int64_t dim_masked_attributes(std::span<const std::uint8_t> cell_mask, Rgba
         ++dimmed;
     }
     return dimmed;
+}
+
+namespace {
+
+// Slots per gather task: a task moves at least 512 KiB.
+constexpr std::size_t k_gather_grain = 65536;
+
+template <typename Item, int Width>
+void gather(std::span<const Item> source, std::span<const std::uint32_t> order, std::span<Item> out) {
+    tbb::parallel_for(tbb::blocked_range<std::size_t>(0, order.size(), k_gather_grain),
+                      [&](const tbb::blocked_range<std::size_t>& range) {
+                          for (std::size_t slot = range.begin(); slot != range.end(); ++slot)
+                              for (int item = 0; item < Width; ++item)
+                                  out[Width * slot + item] = source[Width * std::size_t{order[slot]} + item];
+                      });
+}
+
+}  // namespace
+
+void gather_in_draw_order(std::span<const PointAttribute> attributes, std::span<const std::uint32_t> order,
+                          std::span<PointAttribute> out) {
+    gather<PointAttribute, 1>(attributes, order, out);
+}
+
+void gather_in_draw_order(std::span<const float> xy, std::span<const std::uint32_t> order, std::span<float> out) {
+    gather<float, 2>(xy, order, out);
 }
 
 std::pair<float, float> finite_range(std::span<const float> values) noexcept {

@@ -63,6 +63,15 @@ std::vector<std::uint32_t> selected_last(std::span<const std::uint32_t> order, s
 std::int64_t dim_masked_attributes(std::span<const std::uint8_t> cell_mask, Rgba8 background, float amount,
                                    std::span<PointAttribute> out);
 
+/// The attributes as the GPU buffer holds them under a draw order: out[slot] =
+/// attributes[order[slot]] for every slot of `order` (out.size() >= order.size(); every
+/// entry of `order` < attributes.size()). Parallel over slots.
+void gather_in_draw_order(std::span<const PointAttribute> attributes, std::span<const std::uint32_t> order,
+                          std::span<PointAttribute> out);
+
+/// The same for positions (x, y pairs): out[2 slot + k] = xy[2 order[slot] + k].
+void gather_in_draw_order(std::span<const float> xy, std::span<const std::uint32_t> order, std::span<float> out);
+
 /// Minimum and maximum of the finite values (0, 0 when there are none).
 std::pair<float, float> finite_range(std::span<const float> values) noexcept;
 

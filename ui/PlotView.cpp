@@ -16,6 +16,7 @@
 #include <cmath>
 
 #include "core/backend/GlBufferWriter.hpp"
+#include "ui/DensityImage.hpp"
 #include "ui/GlShaders.hpp"
 #include "ui/ImGuiLayer.hpp"
 #include "ui/SpatialGrid.hpp"
@@ -97,8 +98,11 @@ struct PlotView::Private {
 
     DrawOrder order = DrawOrder::File;
     std::uint64_t order_seed = 0;
-    std::vector<std::uint32_t> draw_indices;
+    std::vector<std::uint32_t> draw_indices;  // cell drawn at each buffer slot; empty = identity
     bool order_identity = true;
+    bool order_dirty = false;                 // the GPU buffers are in an older order
+    std::vector<std::uint32_t> random_order;  // make_draw_order(Random) for the key below
+    std::uint64_t random_order_seed = 0;
 
     mutable SpatialGrid grid;
     mutable bool grid_dirty = true;
@@ -122,7 +126,7 @@ struct PlotView::Private {
     bool gles = false;
     bool gl_ready = false;
     QString gl_error;
-    GLuint vertex_array = 0, position_buffer = 0, attribute_buffer = 0, index_buffer = 0;
+    GLuint vertex_array = 0, position_buffer = 0, attribute_buffer = 0;
     std::unique_ptr<GlBufferWriter> buffer_writer;  // accelerator GL interop, or null
     GLuint empty_vertex_array = 0;
     std::int64_t gpu_capacity = -1;
@@ -131,20 +135,17 @@ struct PlotView::Private {
     std::int64_t drawable = 0;       // points with valid (possibly older) positions on the GPU
     bool attributes_follow_batches = false;
     bool attributes_dirty = true;
-    bool index_dirty = true;
-    bool index_valid = false;
-    QOpenGLShaderProgram points_program, accumulate_program, resolve_program;
-    GLuint colormap_texture = 0;
-    Colormap colormap_texture_map = Colormap::Viridis;
-    bool colormap_texture_dirty = true;
+    std::vector<float> position_staging;            // one batch of positions in draw order
+    std::vector<PointAttribute> attribute_staging;  // the attributes in draw order
+    QOpenGLShaderProgram points_program, resolve_program;
     GLuint scene_framebuffer = 0, scene_texture = 0;
     QSize scene_size;
     bool scene_dirty = true;
-    GLuint density_framebuffer = 0, density_texture = 0;
+    GLuint density_texture = 0;
     QSize density_size;
     bool density_dirty = true;
-    float density_max = 1.0f;
-    std::vector<std::uint32_t> density_histogram;
+    std::vector<Rgba8> density_pixels;  // the last density image (texture rows)
+    DensityScratch density_scratch;
     int density_downsample = 1;
     Vec2 density_center;          // world point at the aggregation texture's centre
     double density_scale = 0.0;   // device px per world unit when aggregated
@@ -341,7 +342,6 @@ void PlotView::setContinuous(const QString& name, std::vector<float> values, Col
     d->color_name = name;
     d->values = std::move(values);
     d->colormap = colormap;
-    d->colormap_texture_dirty = true;
     const auto [low, high] = finite_range(d->values);
     d->data_low = d->range_low = low;
     d->data_high = d->range_high = high;
@@ -372,9 +372,8 @@ std::pair<float, float> PlotView::dataRange() const { return {d->data_low, d->da
 void PlotView::setColormap(Colormap colormap) {
     if (colormap == d->colormap) return;
     d->colormap = colormap;
-    d->colormap_texture_dirty = true;
     if (d->kind == ColorKind::Continuous) rebuildAttributes();
-    else markSceneDirty(false);
+    else markSceneDirty(true);  // the density image of a uniform colouring maps counts
 }
 
 Colormap PlotView::colormap() const { return d->colormap; }
@@ -523,23 +522,37 @@ void PlotView::rebuildDrawOrder() {
         else if (d->kind == ColorKind::Categorical)
             keys.assign(d->codes.begin(), d->codes.end());
     }
-    d->order_identity = d->order == DrawOrder::File || (d->order == DrawOrder::ByValue && keys.empty());
-    if (d->order_identity) d->draw_indices.clear();
-    else d->draw_indices = make_draw_order(d->order, d->num_points, d->order_seed, keys);
+    bool identity = d->order == DrawOrder::File || (d->order == DrawOrder::ByValue && keys.empty());
+    std::vector<std::uint32_t> indices;
+    if (d->order == DrawOrder::Random) {
+        // Every recolouring comes through here: the shuffle is kept for its seed and size.
+        if (static_cast<std::int64_t>(d->random_order.size()) != d->num_points || d->random_order_seed != d->order_seed) {
+            d->random_order = make_draw_order(DrawOrder::Random, d->num_points, d->order_seed);
+            d->random_order_seed = d->order_seed;
+        }
+        indices = d->random_order;
+    } else if (!identity) {
+        indices = make_draw_order(d->order, d->num_points, d->order_seed, keys);
+    }
     if (d->mask_style == MaskStyle::Dim && !d->cell_mask.empty()) {
         // Dimmed cells first, so that the matching ones are drawn over them.
-        if (d->order_identity) d->draw_indices = make_draw_order(DrawOrder::File, d->num_points, 0);
-        d->order_identity = false;
-        std::stable_partition(d->draw_indices.begin(), d->draw_indices.end(), [this](std::uint32_t cell) {
+        if (identity) indices = make_draw_order(DrawOrder::File, d->num_points, 0);
+        identity = false;
+        std::stable_partition(indices.begin(), indices.end(), [this](std::uint32_t cell) {
             return cell >= d->cell_mask.size() || d->cell_mask[cell] == 0;
         });
     }
     if (!d->selected.empty()) {
         // The selection is drawn on top of the dimmed cells.
-        d->draw_indices = selected_last(d->draw_indices, d->selected);
-        d->order_identity = false;
+        indices = selected_last(indices, d->selected);
+        identity = false;
     }
-    d->index_dirty = true;
+    // Only a different order rewrites the GPU buffers (a recolouring in file or random
+    // order keeps the positions where they are).
+    if (identity == d->order_identity && indices == d->draw_indices) return;
+    d->order_identity = identity;
+    d->draw_indices = std::move(indices);
+    d->order_dirty = true;
     markSceneDirty(false);
 }
 
@@ -599,7 +612,7 @@ void PlotView::setTheme(Theme theme) {
     if ((d->kind == ColorKind::Uniform && !d->has_uniform_override) ||
         (d->mask_style == MaskStyle::Dim && !d->cell_mask.empty()))
         rebuildAttributes();
-    markSceneDirty(false);
+    markSceneDirty(true);  // the density image is mixed over the background
 }
 
 PlotView::Theme PlotView::theme() const { return d->theme; }
@@ -721,8 +734,6 @@ void PlotView::initializeGL() {
     }
     QString error;
     if (!build_program(d->points_program, QStringLiteral("points.vert"), QStringLiteral("points.frag"), d->gles, &error) ||
-        !build_program(d->accumulate_program, QStringLiteral("points.vert"), QStringLiteral("density_accumulate.frag"),
-                       d->gles, &error) ||
         !build_program(d->resolve_program, QStringLiteral("fullscreen.vert"), QStringLiteral("density_resolve.frag"),
                        d->gles, &error) ||
         !d->overlay.initialize_gl(d->gl, d->gles, &error)) {
@@ -735,7 +746,6 @@ void PlotView::initializeGL() {
     gl->glGenVertexArrays(1, &d->empty_vertex_array);
     gl->glGenBuffers(1, &d->position_buffer);
     gl->glGenBuffers(1, &d->attribute_buffer);
-    gl->glGenBuffers(1, &d->index_buffer);
     gl->glBindVertexArray(d->vertex_array);
     gl->glBindBuffer(GL_ARRAY_BUFFER, d->position_buffer);
     gl->glEnableVertexAttribArray(0);
@@ -743,18 +753,13 @@ void PlotView::initializeGL() {
     gl->glBindBuffer(GL_ARRAY_BUFFER, d->attribute_buffer);
     gl->glEnableVertexAttribArray(1);
     gl->glVertexAttribPointer(1, 4, GL_UNSIGNED_BYTE, GL_TRUE, sizeof(PointAttribute), nullptr);
-    gl->glEnableVertexAttribArray(2);
-    gl->glVertexAttribPointer(2, 1, GL_FLOAT, GL_FALSE, sizeof(PointAttribute),
-                              reinterpret_cast<const void*>(offsetof(PointAttribute, value)));
-    gl->glBindBuffer(GL_ELEMENT_ARRAY_BUFFER, d->index_buffer);
+    // (PointAttribute::value is for the CPU side: the density binning averages it.)
     gl->glBindVertexArray(0);
-    gl->glGenTextures(1, &d->colormap_texture);
-    d->colormap_texture_dirty = true;
     d->gpu_capacity = -1;
     d->gpu_generation = ~0ULL;
     d->uploaded = d->drawable = 0;
-    d->attributes_dirty = d->index_dirty = true;
-    d->index_valid = false;
+    d->attributes_dirty = true;
+    d->order_dirty = false;  // the first upload is in the current order
     d->scene_size = d->density_size = QSize();
     d->overlay.set_light_style(d->theme == Theme::Light);
     d->buffer_writer = make_gl_buffer_writer();
@@ -779,17 +784,13 @@ void PlotView::releaseGl() {
     };
     delete_buffer(d->position_buffer);
     delete_buffer(d->attribute_buffer);
-    delete_buffer(d->index_buffer);
     if (d->vertex_array) gl->glDeleteVertexArrays(1, &d->vertex_array);
     if (d->empty_vertex_array) gl->glDeleteVertexArrays(1, &d->empty_vertex_array);
     d->vertex_array = d->empty_vertex_array = 0;
-    delete_texture(d->colormap_texture);
     delete_texture(d->scene_texture);
     delete_texture(d->density_texture);
     delete_framebuffer(d->scene_framebuffer);
-    delete_framebuffer(d->density_framebuffer);
     d->points_program.removeAllShaders();
-    d->accumulate_program.removeAllShaders();
     d->resolve_program.removeAllShaders();
     d->overlay.release_gl();
     d->gl_ready = false;
@@ -806,7 +807,8 @@ void PlotView::uploadPending() {
     const std::int64_t count = d->num_points;
     if (d->gpu_generation != d->data_generation) {
         if (count != d->gpu_capacity) {
-            // New cell count: reallocate both buffers; attributes then follow the batches.
+            // New cell count: reallocate both buffers; attributes then follow the batches,
+            // which are in the current draw order from the start.
             gl->glBindBuffer(GL_ARRAY_BUFFER, d->position_buffer);
             gl->glBufferData(GL_ARRAY_BUFFER, static_cast<GLsizeiptr>(count) * 2 * sizeof(float), nullptr, GL_DYNAMIC_DRAW);
             gl->glBindBuffer(GL_ARRAY_BUFFER, d->attribute_buffer);
@@ -816,76 +818,110 @@ void PlotView::uploadPending() {
             d->drawable = 0;
             d->attributes_follow_batches = true;
             d->attributes_dirty = false;
-            d->index_dirty = true;
-            d->index_valid = false;
+            d->order_dirty = false;
         }
         d->uploaded = 0;
         d->gpu_generation = d->data_generation;
     }
+    // The density image is made on the CPU from the cell-order data: while it is shown
+    // and every position is on the GPU, recolourings and reorders wait on the CPU until
+    // the points are drawn again (only the density texture is uploaded meanwhile).
+    if (densityActive() && d->uploaded == count && !d->attributes_follow_batches) return;
+    const bool permuted = !d->order_identity && static_cast<std::int64_t>(d->draw_indices.size()) == count;
+    // A new draw order rewrites every position once, in that order, within this frame (a
+    // buffer half in one order and half in another would pair positions with the wrong
+    // colours), and the attributes with them.
+    bool upload_all = false;
+    if (d->order_dirty) {
+        d->order_dirty = false;
+        if (count > 0) {
+            d->uploaded = 0;
+            upload_all = true;
+            ++d->stats.position_reorders;
+            if (!d->attributes_follow_batches) d->attributes_dirty = true;
+        }
+    }
     if (d->attributes_dirty && count > 0 && static_cast<std::int64_t>(d->attributes.size()) == count) {
         // A colouring or filter change: rewrite the whole attribute buffer, nothing else.
+        const PointAttribute* source = d->attributes.data();
+        if (permuted) {
+            d->attribute_staging.resize(static_cast<std::size_t>(count));
+            gather_in_draw_order(d->attributes, d->draw_indices, d->attribute_staging);
+            source = d->attribute_staging.data();
+        }
         gl->glBindBuffer(GL_ARRAY_BUFFER, d->attribute_buffer);
         write_array_buffer(gl, d->buffer_writer.get(), d->attribute_buffer, 0,
-                           static_cast<GLsizeiptr>(count) * sizeof(PointAttribute), d->attributes.data());
+                           static_cast<GLsizeiptr>(count) * sizeof(PointAttribute), source);
         d->stats.attribute_bytes += count * static_cast<std::int64_t>(sizeof(PointAttribute));
         d->attributes_follow_batches = false;
     }
     d->attributes_dirty = false;
-    if (d->index_dirty) {
-        if (!d->order_identity && static_cast<std::int64_t>(d->draw_indices.size()) == count && count > 0) {
-            gl->glBindVertexArray(d->vertex_array);
-            gl->glBufferData(GL_ELEMENT_ARRAY_BUFFER, static_cast<GLsizeiptr>(count) * sizeof(std::uint32_t),
-                             d->draw_indices.data(), GL_DYNAMIC_DRAW);
-            gl->glBindVertexArray(0);
-            d->stats.index_bytes += count * static_cast<std::int64_t>(sizeof(std::uint32_t));
-            d->index_valid = true;
-        } else {
-            d->index_valid = false;
-        }
-        d->index_dirty = false;
-    }
     if (d->uploaded < count) {
         QElapsedTimer budget;
         budget.start();
         do {
             const std::int64_t begin = d->uploaded;
             const std::int64_t batch = std::min(d->batch_size, count - begin);
+            const float* positions = d->positions.data() + 2 * begin;
+            const PointAttribute* attributes = d->attributes.data() + begin;
+            if (permuted) {
+                const auto order = std::span<const std::uint32_t>(d->draw_indices).subspan(
+                    static_cast<std::size_t>(begin), static_cast<std::size_t>(batch));
+                d->position_staging.resize(static_cast<std::size_t>(batch) * 2);
+                gather_in_draw_order(d->positions, order, d->position_staging);
+                positions = d->position_staging.data();
+                if (d->attributes_follow_batches) {
+                    d->attribute_staging.resize(static_cast<std::size_t>(batch));
+                    gather_in_draw_order(d->attributes, order, d->attribute_staging);
+                    attributes = d->attribute_staging.data();
+                }
+            }
             gl->glBindBuffer(GL_ARRAY_BUFFER, d->position_buffer);
             write_array_buffer(gl, d->buffer_writer.get(), d->position_buffer, static_cast<GLintptr>(begin) * 2 * sizeof(float),
-                               static_cast<GLsizeiptr>(batch) * 2 * sizeof(float), d->positions.data() + 2 * begin);
+                               static_cast<GLsizeiptr>(batch) * 2 * sizeof(float), positions);
             d->stats.position_bytes += batch * 2 * static_cast<std::int64_t>(sizeof(float));
             ++d->stats.position_batches;
             if (d->attributes_follow_batches) {
                 gl->glBindBuffer(GL_ARRAY_BUFFER, d->attribute_buffer);
                 write_array_buffer(gl, d->buffer_writer.get(), d->attribute_buffer, static_cast<GLintptr>(begin) * sizeof(PointAttribute),
-                                   static_cast<GLsizeiptr>(batch) * sizeof(PointAttribute), d->attributes.data() + begin);
+                                   static_cast<GLsizeiptr>(batch) * sizeof(PointAttribute), attributes);
                 d->stats.attribute_bytes += batch * static_cast<std::int64_t>(sizeof(PointAttribute));
             }
             d->uploaded = begin + batch;
             d->drawable = std::max(d->drawable, d->uploaded);
-        } while (d->uploaded < count && d->upload_budget_ms > 0.0 &&
-                 static_cast<double>(budget.nsecsElapsed()) * 1e-6 < d->upload_budget_ms);
+        } while (d->uploaded < count &&
+                 (upload_all || (d->upload_budget_ms > 0.0 &&
+                                 static_cast<double>(budget.nsecsElapsed()) * 1e-6 < d->upload_budget_ms)));
         if (d->uploaded == count) d->attributes_follow_batches = false;
-        d->scene_dirty = d->density_dirty = true;
+        // The density image is binned from the positions on the CPU: only the point layer
+        // changes with the upload.
+        d->scene_dirty = true;
     }
     gl->glBindBuffer(GL_ARRAY_BUFFER, 0);
 }
 
-static void ensure_color_target(QOpenGLExtraFunctions* gl, GLuint& framebuffer, GLuint& texture, QSize& current,
-                                QSize wanted, GLenum internal_format, GLenum format, GLenum type) {
-    if (framebuffer && current == wanted) return;
-    if (!framebuffer) gl->glGenFramebuffers(1, &framebuffer);
+/// A texture of `wanted` size and RGBA8 texels (nearest sampling), made or resized.
+static void ensure_rgba8_texture(QOpenGLExtraFunctions* gl, GLuint& texture, QSize& current, QSize wanted) {
+    if (texture && current == wanted) return;
     if (!texture) gl->glGenTextures(1, &texture);
     gl->glBindTexture(GL_TEXTURE_2D, texture);
     gl->glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MIN_FILTER, GL_NEAREST);
     gl->glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MAG_FILTER, GL_NEAREST);
     gl->glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_S, GL_CLAMP_TO_EDGE);
     gl->glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_T, GL_CLAMP_TO_EDGE);
-    gl->glTexImage2D(GL_TEXTURE_2D, 0, static_cast<GLint>(internal_format), wanted.width(), wanted.height(), 0, format,
-                     type, nullptr);
+    gl->glTexImage2D(GL_TEXTURE_2D, 0, GL_RGBA8, wanted.width(), wanted.height(), 0, GL_RGBA, GL_UNSIGNED_BYTE, nullptr);
+    current = wanted;
+}
+
+/// An RGBA8 texture of `wanted` size attached to `framebuffer`, made or resized.
+static void ensure_color_target(QOpenGLExtraFunctions* gl, GLuint& framebuffer, GLuint& texture, QSize& current,
+                                QSize wanted) {
+    if (framebuffer && current == wanted) return;
+    if (!framebuffer) gl->glGenFramebuffers(1, &framebuffer);
+    current = QSize();  // (re)specify the texture
+    ensure_rgba8_texture(gl, texture, current, wanted);
     gl->glBindFramebuffer(GL_FRAMEBUFFER, framebuffer);
     gl->glFramebufferTexture2D(GL_FRAMEBUFFER, GL_COLOR_ATTACHMENT0, GL_TEXTURE_2D, texture, 0);
-    current = wanted;
 }
 
 void PlotView::renderScene() {
@@ -894,20 +930,7 @@ void PlotView::renderScene() {
     const QSize size = d->exporting ? d->export_size
                                     : QSize(std::max(1, static_cast<int>(std::lround(width() * ratio))),
                                             std::max(1, static_cast<int>(std::lround(height() * ratio))));
-    ensure_color_target(gl, d->scene_framebuffer, d->scene_texture, d->scene_size, size, GL_RGBA8, GL_RGBA,
-                        GL_UNSIGNED_BYTE);
-    if (d->colormap_texture_dirty || d->colormap_texture_map != d->colormap) {
-        const auto table = colormap_table(d->colormap);
-        std::vector<std::uint8_t> texels(256 * 4, 255);
-        for (int entry = 0; entry < 256; ++entry)
-            for (int channel = 0; channel < 3; ++channel) texels[entry * 4 + channel] = table[entry * 3 + channel];
-        gl->glBindTexture(GL_TEXTURE_2D, d->colormap_texture);
-        gl->glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MIN_FILTER, GL_NEAREST);
-        gl->glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MAG_FILTER, GL_NEAREST);
-        gl->glTexImage2D(GL_TEXTURE_2D, 0, GL_RGBA8, 256, 1, 0, GL_RGBA, GL_UNSIGNED_BYTE, texels.data());
-        d->colormap_texture_map = d->colormap;
-        d->colormap_texture_dirty = false;
-    }
+    ensure_color_target(gl, d->scene_framebuffer, d->scene_texture, d->scene_size, size);
     if (d->exporting ? d->export_density : densityActive()) renderDensity();
     else renderPoints();
     ++d->stats.scene_renders;
@@ -939,10 +962,7 @@ void PlotView::renderPoints() {
     gl->glUniform1f(d->points_program.uniformLocation("u_opacity"), d->opacity);
     gl->glUniform1i(d->points_program.uniformLocation("u_round"), size >= 3.0f ? 1 : 0);
     gl->glBindVertexArray(d->vertex_array);
-    if (d->drawable == d->num_points && d->index_valid && !d->order_identity)
-        gl->glDrawElements(GL_POINTS, static_cast<GLsizei>(d->num_points), GL_UNSIGNED_INT, nullptr);
-    else
-        gl->glDrawArrays(GL_POINTS, 0, static_cast<GLsizei>(d->drawable));
+    gl->glDrawArrays(GL_POINTS, 0, static_cast<GLsizei>(d->drawable));  // the buffers are in draw order
     gl->glBindVertexArray(0);
     d->points_program.release();
     gl->glDisable(GL_BLEND);
@@ -984,71 +1004,39 @@ void PlotView::renderDensity() {
         else d->density_refresh_timer.start();
     }
     d->density_refresh_due = false;
-    ensure_color_target(gl, d->density_framebuffer, d->density_texture, d->density_size, size, GL_RGBA32F, GL_RGBA,
-                        GL_FLOAT);
-    const int mode = d->kind == ColorKind::Categorical ? 1 : d->kind == ColorKind::Continuous ? 2 : 0;
+    ensure_rgba8_texture(gl, d->density_texture, d->density_size, size);
     if (!reuse) {
         d->density_center = d->view.center();
         d->density_scale = scale;
-        // ndc = world * s + o over the aggregation texture (texel = downsample device px).
-        const float sx = static_cast<float>(2.0 * scale / (size.width() * downsample));
-        const float sy = static_cast<float>(2.0 * scale / (size.height() * downsample));
-        const float ox = static_cast<float>(-d->density_center.x * sx), oy = static_cast<float>(-d->density_center.y * sy);
-        gl->glBindFramebuffer(GL_FRAMEBUFFER, d->density_framebuffer);
-        gl->glViewport(0, 0, size.width(), size.height());
-        gl->glClearColor(0.0f, 0.0f, 0.0f, 0.0f);
-        gl->glClear(GL_COLOR_BUFFER_BIT);
-        if (d->drawable > 0) {
-            if (!d->gles) gl->glEnable(GL_PROGRAM_POINT_SIZE);
-            gl->glEnable(GL_BLEND);
-            gl->glBlendFunc(GL_ONE, GL_ONE);
-            d->accumulate_program.bind();
-            gl->glUniform4f(d->accumulate_program.uniformLocation("u_transform"), sx, sy, ox, oy);
-            gl->glUniform1f(d->accumulate_program.uniformLocation("u_point_size"), 1.0f);
-            gl->glUniform1i(d->accumulate_program.uniformLocation("u_sum_values"), mode == 2 ? 1 : 0);
-            gl->glBindVertexArray(d->vertex_array);
-            gl->glDrawArrays(GL_POINTS, 0, static_cast<GLsizei>(d->drawable));  // order is irrelevant: sums
-            gl->glBindVertexArray(0);
-            d->accumulate_program.release();
-            gl->glDisable(GL_BLEND);
-        }
-        // The largest count (for the log scale) from the same binning on the CPU: one
-        // pass over the positions instead of reading the float texture back.
-        const int width = size.width(), height = size.height();
-        d->density_histogram.assign(static_cast<std::size_t>(width) * height, 0);
-        std::uint32_t largest = 1;
-        const double texel = scale / downsample;
-        const double half_width = width / 2.0, half_height = height / 2.0;
-        for (std::int64_t cell = 0; cell < d->drawable; ++cell) {
-            if (d->attributes[cell].color.a == 0) continue;
-            const double x = std::floor((d->positions[2 * cell] - d->density_center.x) * texel + half_width);
-            const double y = std::floor((d->positions[2 * cell + 1] - d->density_center.y) * texel + half_height);
-            if (!(x >= 0.0 && y >= 0.0 && x < width && y < height)) continue;
-            std::uint32_t& count = d->density_histogram[static_cast<std::size_t>(y) * width + static_cast<std::size_t>(x)];
-            largest = std::max(largest, ++count);
-        }
-        d->density_max = static_cast<float>(largest);
+        // Binned on the CPU from the positions and attributes in cell order (the GPU
+        // buffers' draw order plays no part: the image is made of sums), then uploaded as
+        // the finished picture.
+        QElapsedTimer timer;
+        timer.start();
+        const DensityRaster raster{size.width(), size.height(), d->density_center, scale / downsample};
+        const DensityColoring coloring = d->kind == ColorKind::Categorical  ? DensityColoring::MeanColor
+                                         : d->kind == ColorKind::Continuous ? DensityColoring::MeanValue
+                                                                            : DensityColoring::Count;
+        const std::size_t cells = std::min(d->attributes.size(), d->positions.size() / 2);
+        aggregate_density(std::span(d->positions).first(2 * cells), std::span(d->attributes).first(cells), raster,
+                          coloring, d->colormap, d->background(), d->density_pixels, d->density_scratch);
+        gl->glBindTexture(GL_TEXTURE_2D, d->density_texture);
+        gl->glPixelStorei(GL_UNPACK_ALIGNMENT, 4);
+        gl->glTexSubImage2D(GL_TEXTURE_2D, 0, 0, 0, size.width(), size.height(), GL_RGBA, GL_UNSIGNED_BYTE,
+                            d->density_pixels.data());
+        d->stats.last_density_ms = static_cast<double>(timer.nsecsElapsed()) * 1e-6;
         d->density_dirty = false;
         ++d->stats.density_aggregations;
-        d->stats.drawn_points = d->drawable;
+        d->stats.drawn_points = static_cast<std::int64_t>(cells);
     }
     const auto map = lookup(d->density_center, d->density_scale);
-    const Rgba8 background = d->background();
     gl->glBindFramebuffer(GL_FRAMEBUFFER, d->scene_framebuffer);
     gl->glViewport(0, 0, screen.width(), screen.height());
     gl->glDisable(GL_BLEND);
     d->resolve_program.bind();
     gl->glActiveTexture(GL_TEXTURE0);
     gl->glBindTexture(GL_TEXTURE_2D, d->density_texture);
-    gl->glActiveTexture(GL_TEXTURE1);
-    gl->glBindTexture(GL_TEXTURE_2D, d->colormap_texture);
-    gl->glActiveTexture(GL_TEXTURE0);
-    gl->glUniform1i(d->resolve_program.uniformLocation("u_sums"), 0);
-    gl->glUniform1i(d->resolve_program.uniformLocation("u_colormap"), 1);
-    gl->glUniform1i(d->resolve_program.uniformLocation("u_mode"), mode);
-    gl->glUniform1f(d->resolve_program.uniformLocation("u_log_max"), std::log(1.0f + d->density_max));
-    gl->glUniform3f(d->resolve_program.uniformLocation("u_background"), background.r / 255.0f, background.g / 255.0f,
-                    background.b / 255.0f);
+    gl->glUniform1i(d->resolve_program.uniformLocation("u_image"), 0);
     gl->glUniform1i(d->resolve_program.uniformLocation("u_downsample"), downsample);
     gl->glUniform2f(d->resolve_program.uniformLocation("u_offset"), static_cast<float>(map[0]),
                     static_cast<float>(map[1]));

@@ -7,10 +7,18 @@
 ///   in separate GPU buffers. Positions are uploaded in fixed-size batches, one or more
 ///   per frame, and every frame draws what has arrived; recolouring or filtering
 ///   rewrites only the attribute buffer, never the positions.
-/// - The draw order (file, seeded random, by value) is an index buffer.
-/// - Density mode aggregates counts per pixel into a float texture with additive
-///   blending, then colour-maps it in one full-screen pass; the aggregation is redone
-///   only when the view or the data change, so a still frame costs the same for any n.
+/// - The draw order (file, seeded random, by value; selected cells last) is the order of
+///   the GPU buffers: a new order rewrites the positions once, in that order, and the
+///   attributes are written in the same order, so every frame is one plain array draw.
+///   A recolouring that keeps the order still rewrites only the attributes. Picking and
+///   selection work on cell ids (the spatial grid), whatever the order on the GPU.
+/// - Density mode bins the visible cells into a raster on the CPU in parallel
+///   (aggregate_density in DensityImage.hpp: counts, mean colour or mean value per texel)
+///   and uploads the finished image as one texture, which a full-screen pass shows; the
+///   aggregation is redone only when the view or the data change, so a still frame
+///   costs the same for any n, and a recolouring never draws every cell. While the
+///   density image is shown, the attribute and reorder uploads wait until points are
+///   drawn again.
 /// - The finished point (or density) layer is cached in an offscreen framebuffer, so
 ///   overlay-only frames (hover, legend) do not redraw the cells.
 /// - Hover picking uses a uniform grid built once per embedding (SpatialGrid).
@@ -53,13 +61,14 @@ public:
     struct Stats {
         std::int64_t frames = 0;                 ///< paintGL calls
         std::int64_t scene_renders = 0;          ///< frames that redrew the point/density layer
-        std::int64_t density_aggregations = 0;   ///< accumulation passes over all cells
+        std::int64_t density_aggregations = 0;   ///< density images binned from all cells (on the CPU)
         std::int64_t position_batches = 0;       ///< glBufferSubData calls on the position buffer
         std::int64_t position_bytes = 0;         ///< bytes written to the position buffer
         std::int64_t attribute_bytes = 0;        ///< bytes written to the attribute buffer
-        std::int64_t index_bytes = 0;            ///< bytes written to the draw-order index buffer
+        std::int64_t position_reorders = 0;      ///< position rewrites for a new draw order
         std::int64_t drawn_points = 0;           ///< points submitted by the last scene render
         double last_paint_ms = 0.0;              ///< CPU time of the last paintGL
+        double last_density_ms = 0.0;            ///< binning + texture upload of the last density aggregation
         double frame_interval_ms = 0.0;          ///< smoothed time between frames (0 if idle)
     };
 
@@ -132,7 +141,8 @@ public:
     void setSelectionMode(SelectionMode mode);
     SelectionMode selectionMode() const;
     /// Highlights `cells` (drawn last, the other cells dimmed); null or empty = none.
-    /// Rewrites the attribute and index buffers only. Cleared when the number of cells changes.
+    /// Rewrites the attributes, and the positions once in the new draw order. Cleared
+    /// when the number of cells changes.
     void setSelection(SharedCellSet cells);
     /// The highlighted cells (never null).
     SharedCellSet selection() const;

@@ -1,5 +1,4 @@
-in vec4 v_color;
-in float v_value;
+flat in vec4 v_color;
 
 uniform float u_opacity;  // [0, 1]
 uniform int u_round;      // 1: discs, 0: squares (cheaper; used for tiny points)

@@ -91,5 +91,33 @@ TEST(PlotColoring, SelectionDimsOtherVisibleCellsAndDrawsSelectedLast) {
     EXPECT_EQ(selected_last(order, flags), (std::vector<std::uint32_t>{4, 2, 0, 3, 1}));
 }
 
+TEST(PlotColoring, GatherInDrawOrderPutsEachCellAtItsSlot) {
+    // Large enough for several parallel tasks; checked against a plain loop.
+    const std::int64_t cells = 200003;
+    const auto order = make_draw_order(DrawOrder::Random, cells, 77);
+    std::vector<float> xy(static_cast<std::size_t>(cells) * 2);
+    std::vector<PointAttribute> attributes(static_cast<std::size_t>(cells));
+    for (std::int64_t cell = 0; cell < cells; ++cell) {
+        xy[2 * cell] = static_cast<float>(cell);
+        xy[2 * cell + 1] = -static_cast<float>(cell);
+        attributes[cell] = {{static_cast<std::uint8_t>(cell % 251), 0, 0, 255}, static_cast<float>(cell)};
+    }
+    std::vector<float> xy_out(xy.size());
+    std::vector<PointAttribute> attributes_out(attributes.size());
+    gather_in_draw_order(xy, order, xy_out);
+    gather_in_draw_order(attributes, order, attributes_out);
+    for (std::size_t slot = 0; slot < order.size(); ++slot) {
+        ASSERT_EQ(xy_out[2 * slot], static_cast<float>(order[slot])) << slot;
+        ASSERT_EQ(xy_out[2 * slot + 1], -static_cast<float>(order[slot])) << slot;
+        ASSERT_EQ(attributes_out[slot].value, static_cast<float>(order[slot])) << slot;
+        ASSERT_EQ(attributes_out[slot].color.r, order[slot] % 251) << slot;
+    }
+    // A part of the order (one upload batch) fills the start of the output.
+    std::vector<float> batch(2 * 1000);
+    gather_in_draw_order(xy, std::span(order).subspan(5000, 1000), batch);
+    EXPECT_EQ(batch[0], static_cast<float>(order[5000]));
+    EXPECT_EQ(batch[1999], -static_cast<float>(order[5999]));
+}
+
 }  // namespace
 }  // namespace fathom::ui

@@ -7,6 +7,8 @@
 #include <QMouseEvent>
 #include <QTest>
 #include <QWheelEvent>
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <random>
 
@@ -225,7 +227,7 @@ TEST_F(PlotViewTest, ContinuousColouringUsesTheColormapAndRange) {
     EXPECT_EQ(pixel_at(image, center.x(), center.y()), colormap_color(Colormap::Magma, 1.0f));
 }
 
-TEST_F(PlotViewTest, DrawOrderIsAnIndexBufferChoice) {
+TEST_F(PlotViewTest, DrawOrderIsTheOrderOfThePositionBuffer) {
     view->setOverlayVisible(false);
     view->setPointSize(4.0f);
     std::vector<float> xy;
@@ -243,70 +245,247 @@ TEST_F(PlotViewTest, DrawOrderIsAnIndexBufferChoice) {
     // File order: the second copy (value 0) is drawn last.
     EXPECT_EQ(pixel_at(image, probe.x(), probe.y()), colormap_color(Colormap::Viridis, 0.0f));
     const auto position_bytes = view->stats().position_bytes;
+    const auto reorders = view->stats().position_reorders;
     view->setDrawOrder(DrawOrder::ByValue);
     image = view->grabFramebuffer();
     EXPECT_EQ(pixel_at(image, probe.x(), probe.y()), colormap_color(Colormap::Viridis, 1.0f));
-    EXPECT_EQ(view->stats().position_bytes, position_bytes);
-    EXPECT_GE(view->stats().index_bytes, 800 * 4);
+    // A new order rewrites the positions once, in that order, within the frame.
+    EXPECT_EQ(view->stats().position_reorders, reorders + 1);
+    EXPECT_EQ(view->stats().position_bytes, position_bytes + 800 * 8);
+    // A colour change that keeps the order rewrites only the attributes.
+    view->setValueRange(0.0f, 0.5f);
+    image = view->grabFramebuffer();
+    EXPECT_EQ(pixel_at(image, probe.x(), probe.y()), colormap_color(Colormap::Viridis, 1.0f));
+    EXPECT_EQ(view->stats().position_bytes, position_bytes + 800 * 8);
     view->setDrawOrder(DrawOrder::Random, 3);
     image = view->grabFramebuffer();
-    EXPECT_EQ(view->stats().position_bytes, position_bytes);
+    EXPECT_EQ(view->stats().position_reorders, reorders + 2);
+    EXPECT_EQ(view->stats().position_bytes, position_bytes + 2 * 800 * 8);
     // Both copies show through somewhere under a random order.
     EXPECT_GT(count_pixels(image, colormap_color(Colormap::Viridis, 0.0f)), 0);
     EXPECT_GT(count_pixels(image, colormap_color(Colormap::Viridis, 1.0f)), 0);
+    // Recolouring in random order keeps the positions (the shuffle is the same).
+    std::reverse(values.begin(), values.end());
+    view->setContinuous("reversed", values);
+    view->grabFramebuffer();
+    EXPECT_EQ(view->stats().position_reorders, reorders + 2);
+    EXPECT_EQ(view->stats().position_bytes, position_bytes + 2 * 800 * 8);
 }
 
-TEST_F(PlotViewTest, DensityModeMixesCategoryColoursAndReaggregatesOnlyOnZoom) {
+TEST_F(PlotViewTest, RandomOrderDrawsWhatFileOrderDrawsAndPicksTheSameCells) {
     view->setOverlayVisible(false);
-    show_blobs(5000);
-    view->setDensityMode(PlotView::DensityMode::On);
-    QImage image = grab_uploaded();
-    ASSERT_TRUE(view->densityActive());
-    const Rgba8 background = view->backgroundColor();
-    EXPECT_GT(fathom::test::count_pixels_not(image, background), 500);
-    auto dominant = [](Rgba8 color) { return color.r > color.g && color.r > color.b ? 0 : color.g > color.b ? 1 : 2; };
-    auto check_blobs = [&](const QImage& picture, const char* when) {
-        int on_screen = 0;
-        for (int blob = 0; blob < 3; ++blob) {
-            const QPoint center = screen_of(k_blob_centers[blob]);
-            if (!picture.rect().contains(center)) continue;
-            ++on_screen;
-            EXPECT_EQ(dominant(pixel_at(picture, center.x(), center.y())), blob) << "blob " << blob << " " << when;
+    view->setPointSize(1.0f);
+    view->setBatchSize(4096);  // the reorder goes through several batches
+    view->setUploadBudgetMs(0.0);
+    // 100 x 100 cells one pixel each, no overlap; every cell its own colour.
+    const int side = 100, cells = side * side;
+    std::vector<float> xy;
+    std::vector<std::int32_t> codes;
+    std::vector<std::string> categories;
+    std::vector<Rgba8> colors;
+    for (int cell = 0; cell < cells; ++cell) {
+        xy.push_back(static_cast<float>(cell % side));
+        xy.push_back(static_cast<float>(cell / side));
+        codes.push_back(cell);
+        categories.push_back(std::to_string(cell));
+        colors.push_back({static_cast<std::uint8_t>(40 + cell % 200), static_cast<std::uint8_t>(40 + cell / 200 * 4),
+                          static_cast<std::uint8_t>(cell % 2 ? 250 : 120), 255});
+    }
+    view->setPositions(xy, PlotView::FitPolicy::Keep);
+    view->setCategorical("cell", codes, categories, colors);
+    ViewTransform transform;
+    transform.set_viewport(400, 400);
+    transform.set_center({49.5, 49.5});
+    transform.set_pixels_per_unit(3.7);
+    view->setTransform(transform);
+    auto names = std::make_shared<std::vector<std::string>>();
+    for (int cell = 0; cell < cells; ++cell) names->push_back("BC-" + std::to_string(cell));
+    view->setCellNames(names);
+    const QImage file_order = grab_uploaded();
+    ASSERT_EQ(count_pixels(file_order, view->backgroundColor()), 400L * 400 - cells);
+
+    const auto batches = view->stats().position_batches;
+    view->setDrawOrder(DrawOrder::Random, 17);
+    const QImage random_order = view->grabFramebuffer();
+    EXPECT_TRUE(view->uploadComplete()) << "a reorder is uploaded whole in one frame";
+    EXPECT_EQ(view->stats().position_batches, batches + 3) << "in batches of 4096";
+    EXPECT_EQ(random_order, file_order) << "without overlap the order must not change the picture";
+
+    // Hover and picking map back to cell ids.
+    for (const int cell : {0, 1, 99, 4242, 5000, 9999}) {
+        const QPoint at = screen_of({xy[2 * cell], xy[2 * cell + 1]});
+        EXPECT_EQ(pixel_at(random_order, at.x(), at.y()), colors[cell]) << "cell " << cell;
+        EXPECT_EQ(view->pickCell(QPointF(at) + QPointF(0.5, 0.5), 1.0), cell);
+        const QPointF position = QPointF(at) + QPointF(0.5, 0.5);
+        QMouseEvent move(QEvent::MouseMove, position, view->mapToGlobal(position), Qt::NoButton, Qt::NoButton, {});
+        QCoreApplication::sendEvent(view.get(), &move);
+        EXPECT_EQ(view->hoveredCell(), cell);
+        EXPECT_TRUE(view->hoverText().contains(QStringLiteral("BC-%1\n").arg(cell))) << view->hoverText().toStdString();
+    }
+    // Selection by polygon returns cell ids too.
+    const Vec2 low = view->transform().world_to_screen({9.5, 20.5}), high = view->transform().world_to_screen({12.5, 18.5});
+    const QPolygonF box(QRectF(QPointF(low.x, low.y), QPointF(high.x, high.y)));
+    EXPECT_EQ(view->cellsInWidgetPolygon(box), (CellSet{1910, 1911, 1912, 2010, 2011, 2012}));
+
+    // A recolouring under the random order writes the attributes in that order.
+    const auto position_bytes = view->stats().position_bytes;
+    std::vector<Rgba8> swapped(colors.rbegin(), colors.rend());
+    view->setCategorical("cell", codes, categories, swapped);
+    const QImage recoloured = view->grabFramebuffer();
+    EXPECT_EQ(view->stats().position_bytes, position_bytes) << "recolouring must not re-upload positions";
+    for (const int cell : {0, 1, 99, 4242, 5000, 9999}) {
+        const QPoint at = screen_of({xy[2 * cell], xy[2 * cell + 1]});
+        EXPECT_EQ(pixel_at(recoloured, at.x(), at.y()), swapped[cell]) << "cell " << cell;
+    }
+    view->setDrawOrder(DrawOrder::File);
+    view->setCategorical("cell", codes, categories, colors);
+    EXPECT_EQ(view->grabFramebuffer(), file_order);
+}
+
+// The density picture computed independently of PlotView: cells binned by the screen
+// pixel they fall in, then per pixel the count's log intensity (colour map of it when
+// uniform), the mean colour (categorical) or the colour map of the mean value
+// (continuous) mixed over the background with alpha 0.35 + 0.65 * intensity, as the
+// density mode has drawn it since it aggregated on the GPU.
+QImage expected_density_image(const ViewTransform& view, const std::vector<float>& xy,
+                              const std::vector<PointAttribute>& attributes, PlotView::ColorKind kind,
+                              Colormap colormap, Rgba8 background) {
+    const int width = view.width(), height = view.height();
+    std::vector<std::int64_t> counts(static_cast<std::size_t>(width) * height, 0);
+    std::vector<std::array<double, 3>> sums(counts.size(), {0.0, 0.0, 0.0});
+    for (std::size_t cell = 0; cell < attributes.size(); ++cell) {
+        if (attributes[cell].color.a == 0) continue;
+        const Vec2 screen = view.world_to_screen({xy[2 * cell], xy[2 * cell + 1]});
+        const int x = static_cast<int>(std::floor(screen.x)), y = static_cast<int>(std::floor(screen.y));
+        if (x < 0 || y < 0 || x >= width || y >= height) continue;
+        const std::size_t pixel = static_cast<std::size_t>(y) * width + x;
+        ++counts[pixel];
+        if (kind == PlotView::ColorKind::Continuous) {
+            sums[pixel][0] += attributes[cell].value;
+        } else {
+            sums[pixel][0] += attributes[cell].color.r / 255.0;
+            sums[pixel][1] += attributes[cell].color.g / 255.0;
+            sums[pixel][2] += attributes[cell].color.b / 255.0;
         }
-        EXPECT_GE(on_screen, 2) << when;
-        const QPoint empty = screen_of({0.0, 4.0});
-        EXPECT_EQ(pixel_at(picture, empty.x(), empty.y()), background) << when;
+    }
+    const double log_max = std::log1p(static_cast<double>(std::max<std::int64_t>(
+        1, *std::max_element(counts.begin(), counts.end()))));
+    QImage image(width, height, QImage::Format_RGB32);
+    for (int y = 0; y < height; ++y)
+        for (int x = 0; x < width; ++x) {
+            const std::size_t pixel = static_cast<std::size_t>(y) * width + x;
+            const double count = static_cast<double>(counts[pixel]);
+            std::array<double, 3> color{background.r / 255.0, background.g / 255.0, background.b / 255.0};
+            if (count > 0) {
+                const double intensity = std::clamp(std::log1p(count) / log_max, 0.0, 1.0);
+                std::array<double, 3> shown{};
+                double alpha = 0.35 + 0.65 * intensity;
+                if (kind == PlotView::ColorKind::Categorical) {
+                    for (int channel = 0; channel < 3; ++channel) shown[channel] = sums[pixel][channel] / count;
+                } else {
+                    const Rgba8 mapped = colormap_color(colormap, static_cast<float>(
+                        kind == PlotView::ColorKind::Continuous ? sums[pixel][0] / count : intensity));
+                    shown = {mapped.r / 255.0, mapped.g / 255.0, mapped.b / 255.0};
+                    if (kind == PlotView::ColorKind::Uniform) alpha = 1.0;
+                }
+                for (int channel = 0; channel < 3; ++channel)
+                    color[channel] = color[channel] * (1.0 - alpha) + shown[channel] * alpha;
+            }
+            image.setPixel(x, y, qRgb(static_cast<int>(std::lround(color[0] * 255.0)),
+                                      static_cast<int>(std::lround(color[1] * 255.0)),
+                                      static_cast<int>(std::lround(color[2] * 255.0))));
+        }
+    return image;
+}
+
+// Largest per-channel difference, and how many pixels differ by more than `tolerance`.
+std::pair<int, long> image_difference(const QImage& actual, const QImage& expected, int tolerance) {
+    int largest = 0;
+    long over = 0;
+    for (int y = 0; y < expected.height(); ++y)
+        for (int x = 0; x < expected.width(); ++x) {
+            const Rgba8 a = pixel_at(actual, x, y), b = pixel_at(expected, x, y);
+            const int difference = std::max({std::abs(a.r - b.r), std::abs(a.g - b.g), std::abs(a.b - b.b)});
+            largest = std::max(largest, difference);
+            over += difference > tolerance;
+        }
+    return {largest, over};
+}
+
+TEST_F(PlotViewTest, DensityImageMatchesAnIndependentlyBinnedPicture) {
+    view->setOverlayVisible(false);
+    view->setDensityMode(PlotView::DensityMode::On);
+    ViewTransform transform;
+    transform.set_viewport(400, 400);
+    transform.set_center({0.0, 0.0});
+    transform.set_pixels_per_unit(1.0);
+    // Three overlapping blobs (mixed colours where they meet), every cell inside a screen
+    // pixel (never on a pixel edge) and on screen, so the largest count is on screen too.
+    std::mt19937 generator(11);
+    std::normal_distribution<double> noise(0.0, 22.0);
+    std::uniform_real_distribution<double> inside(0.1, 0.9), uniform(0.0, 1.0);
+    const Vec2 centers[3] = {{150.0, 170.0}, {195.0, 215.0}, {260.0, 160.0}};
+    std::vector<float> xy;
+    std::vector<std::int32_t> codes;
+    std::vector<float> values;
+    for (int cell = 0; cell < 30000; ++cell) {
+        const int blob = cell % 3;
+        const double sx = std::clamp(std::floor(centers[blob].x + noise(generator)), 2.0, 397.0) + inside(generator);
+        const double sy = std::clamp(std::floor(centers[blob].y + noise(generator)), 2.0, 397.0) + inside(generator);
+        const Vec2 world = transform.screen_to_world({sx, sy});
+        xy.push_back(static_cast<float>(world.x));
+        xy.push_back(static_cast<float>(world.y));
+        codes.push_back(blob);
+        values.push_back(static_cast<float>(blob == 0 ? uniform(generator) : 0.5 * blob));
+    }
+    values[0] = 0.0f;
+    values[1] = 1.0f;  // the value range is [0, 1]
+    view->setPositions(xy, PlotView::FitPolicy::Keep);
+    view->setTransform(transform);
+    auto check = [&](const char* what, int tolerance) {
+        const QImage image = grab_uploaded();
+        ASSERT_TRUE(view->densityActive());
+        const QImage expected = expected_density_image(view->transform(), xy, view->pointAttributes(),
+                                                       view->colorKind(), view->colormap(), view->backgroundColor());
+        ASSERT_EQ(image.size(), expected.size());
+        const auto [largest, over] = image_difference(image, expected, tolerance);
+        EXPECT_EQ(over, 0) << what << ": pixels differing by more than " << tolerance << " (largest " << largest << ")";
+        EXPECT_GT(fathom::test::count_pixels_not(expected, view->backgroundColor()), 10000) << what;
     };
-    check_blobs(image, "after aggregation");
-    const auto aggregations = view->stats().density_aggregations;
-    const auto scene_renders = view->stats().scene_renders;
-    view->grabFramebuffer();
-    view->grabFramebuffer();
-    EXPECT_EQ(view->stats().density_aggregations, aggregations) << "a still view must not re-aggregate";
-    EXPECT_EQ(view->stats().scene_renders, scene_renders) << "a still view reuses the cached layer";
-    // A pan inside the aggregated margin only moves the lookup of the resolve pass.
-    ViewTransform moved = view->transform();
-    moved.pan_pixels(37.0, -21.0);
-    view->setTransform(moved);
+    check("uniform", 1);
+    view->setCategorical("cluster", codes, {"a", "b", "c"}, {k_red, k_green, k_blue});
+    check("categorical", 1);
+    view->setCategoryVisible(1, false);  // hidden cells neither count nor colour
+    check("categorical, one hidden", 1);
+    view->setContinuous("value", values, Colormap::Magma);
+    check("continuous", 1);
+    view->setTheme(PlotView::Theme::Light);
+    check("continuous, light theme", 1);
+}
+
+TEST_F(PlotViewTest, DensityModeUploadsOnlyItsTextureUntilPointsAreDrawnAgain) {
+    view->setOverlayVisible(false);
+    show_blobs(3000);
+    view->setDensityMode(PlotView::DensityMode::On);
+    grab_uploaded();
+    const PlotView::Stats before = view->stats();
+    view->setCategoryVisible(1, false);
+    view->setDrawOrder(DrawOrder::Random, 5);
+    QImage image = view->grabFramebuffer();
+    EXPECT_EQ(view->stats().density_aggregations, before.density_aggregations + 1);
+    EXPECT_EQ(view->stats().attribute_bytes, before.attribute_bytes) << "the density image is binned on the CPU";
+    EXPECT_EQ(view->stats().position_bytes, before.position_bytes);
+    const QPoint hidden = screen_of(k_blob_centers[1]);
+    EXPECT_EQ(pixel_at(image, hidden.x(), hidden.y()), view->backgroundColor());
+    // Back to points: the waiting colours and order go up once, and the picture follows.
+    view->setDensityMode(PlotView::DensityMode::Off);
     image = view->grabFramebuffer();
-    EXPECT_EQ(view->stats().density_aggregations, aggregations);
-    check_blobs(image, "after a pan");
-    // A zoom first resamples the current aggregation (cheap), then re-bins once the
-    // zooming pauses.
-    moved.zoom_at({200.0, 200.0}, 1.15);
-    view->setTransform(moved);
-    image = view->grabFramebuffer();
-    EXPECT_EQ(view->stats().density_aggregations, aggregations);
-    check_blobs(image, "right after a zoom");
-    ASSERT_TRUE(fathom::test::process_events_until(
-        [&] { return view->stats().density_aggregations == aggregations + 1; }, std::chrono::milliseconds(3000)));
-    image = view->grabFramebuffer();
-    check_blobs(image, "after re-aggregation");
-    // A pan beyond the aggregated margin re-aggregates at once.
-    moved.pan_pixels(400.0, 0.0);
-    view->setTransform(moved);
-    view->grabFramebuffer();
-    EXPECT_EQ(view->stats().density_aggregations, aggregations + 2);
+    EXPECT_EQ(view->stats().attribute_bytes, before.attribute_bytes + 9000 * 8);
+    EXPECT_EQ(view->stats().position_reorders, before.position_reorders + 1);
+    EXPECT_EQ(view->stats().position_bytes, before.position_bytes + 9000 * 8);
+    EXPECT_EQ(count_pixels(image, k_green), 0);
+    EXPECT_GT(count_pixels(image, k_red), 100);
+    EXPECT_GT(count_pixels(image, k_blue), 100);
 }
 
 TEST_F(PlotViewTest, DragPansAndWheelZoomsAroundTheCursor) {
