@@ -11,6 +11,7 @@
 #include <tbb/parallel_for.h>
 
 #include "core/backend/shard_checks.hpp"
+#include "core/backend/sparse_gram.hpp"
 #include "core/data/ShardedCsr.hpp"
 
 namespace fathom {
@@ -321,34 +322,11 @@ GramResult CpuBackend::gram(GeneBlock genes, const Standardization& standardizat
     if (!standardization.clipped()) {
         // Z^T Z = D (X^T X - mu s^T - s mu^T + n mu mu^T) D with D = diag(inv_std) and s
         // the block's column sums: only the stored entries are visited.
-        auto body = [&](Partial& partial, const RowRange& lane) {
-            std::vector<std::int32_t> columns;
-            std::vector<double> values;
-            for_rows_checked(m_shard, lane.begin, lane.end, ctx, [&](std::int64_t row) {
-                ++partial.rows;
-                columns.clear();
-                values.clear();
-                for (auto entry = m_shard.row_offsets[static_cast<std::size_t>(row)];
-                     entry < m_shard.row_offsets[static_cast<std::size_t>(row) + 1]; ++entry) {
-                    const auto column = map[static_cast<std::size_t>(m_shard.gene_indices[static_cast<std::size_t>(entry)])];
-                    if (column < 0) continue;
-                    columns.push_back(column);
-                    values.push_back(m_shard.values[static_cast<std::size_t>(entry)]);
-                }
-                // Block columns increase along the row (genes are sorted and the map is
-                // monotone), so (a, b) with a <= b fills the upper triangle.
-                for (std::size_t a = 0; a < columns.size(); ++a) {
-                    const double value_a = values[a];
-                    partial.sums[static_cast<std::size_t>(columns[a])] += value_a;
-                    double* cross_row = partial.cross.data() + static_cast<std::size_t>(columns[a]) * block;
-                    for (std::size_t b = a; b < columns.size(); ++b) cross_row[columns[b]] += value_a * values[b];
-                }
-            });
-        };
-        const Partial total = reduce_lanes(m_shard, bytes, make, body, combine);
-        const double rows = static_cast<double>(total.rows);
-        result.num_rows = total.rows;
-        if (total.cross.empty()) return result;
+        // X^T X by panel pairs over the stored entries (backend/sparse_gram.cpp).
+        const detail::SparseGram total = detail::sparse_gram(m_shard, map, block_size, ctx);
+        result.num_rows = m_shard.num_rows();
+        const double rows = static_cast<double>(result.num_rows);
+        if (result.num_rows == 0 || block == 0) return result;
         for (std::size_t a = 0; a < block; ++a) {
             const double mean_a = standardization.mean[a];
             const double inv_a = standardization.inv_std[a];
