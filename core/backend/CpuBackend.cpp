@@ -196,6 +196,57 @@ RowStats CpuBackend::row_stats(std::span<const std::uint8_t> gene_mask, JobConte
 ColumnStats CpuBackend::column_stats(const ColumnStatsRequest& request, JobContext& ctx) const {
     check_request("column_stats", request, m_shard);
     const auto genes = static_cast<std::size_t>(m_shard.num_genes);
+    if (request.transform == ElementTransform::None && request.column_max.empty()) {
+        // The common request (raw or row-scaled values): one gene's three sums side by
+        // side, so an entry touches one cache line of the lane's partial. The same
+        // additions in the same order as the general path below.
+        struct GeneSums {
+            double sum = 0.0;
+            double sum_squares = 0.0;
+            std::int64_t nnz = 0;
+        };
+        struct Partial {
+            std::int64_t rows = 0;
+            std::vector<GeneSums> genes;
+        };
+        auto make = [genes] { return Partial{0, std::vector<GeneSums>(genes)}; };
+        auto body = [&](Partial& partial, const RowRange& lane) {
+            for_rows_checked(m_shard, lane.begin, lane.end, ctx, [&](std::int64_t row) {
+                if (!request.row_mask.empty() && !request.row_mask[static_cast<std::size_t>(row)]) return;
+                ++partial.rows;
+                const double scale = request.row_scale.empty() ? 1.0 : request.row_scale[static_cast<std::size_t>(row)];
+                const auto end = m_shard.row_offsets[static_cast<std::size_t>(row) + 1];
+                for (auto entry = m_shard.row_offsets[static_cast<std::size_t>(row)]; entry < end; ++entry) {
+                    // float32(v * 1.0) is v: no scale is the same arithmetic.
+                    const double value = static_cast<float>(static_cast<double>(m_shard.values[static_cast<std::size_t>(entry)]) * scale);
+                    GeneSums& sums = partial.genes[static_cast<std::size_t>(m_shard.gene_indices[static_cast<std::size_t>(entry)])];
+                    sums.sum += value;
+                    sums.sum_squares += value * value;
+                    sums.nnz += value != 0.0 ? 1 : 0;
+                }
+            });
+        };
+        auto combine = [](Partial& total, const Partial& part) {
+            total.rows += part.rows;
+            for (std::size_t gene = 0; gene < total.genes.size(); ++gene) {
+                total.genes[gene].sum += part.genes[gene].sum;
+                total.genes[gene].sum_squares += part.genes[gene].sum_squares;
+                total.genes[gene].nnz += part.genes[gene].nnz;
+            }
+        };
+        const Partial total = reduce_lanes(m_shard, static_cast<std::int64_t>(genes) * 24, make, body, combine);
+        ColumnStats stats;
+        stats.num_rows = total.rows;
+        stats.sum.resize(genes);
+        stats.sum_squares.resize(genes);
+        stats.nnz.resize(genes);
+        for (std::size_t gene = 0; gene < genes; ++gene) {
+            stats.sum[gene] = total.genes[gene].sum;
+            stats.sum_squares[gene] = total.genes[gene].sum_squares;
+            stats.nnz[gene] = total.genes[gene].nnz;
+        }
+        return stats;
+    }
     auto make = [genes] {
         ColumnStats stats;
         stats.sum.assign(genes, 0.0);

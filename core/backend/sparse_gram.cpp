@@ -11,7 +11,7 @@ namespace fathom::detail {
 namespace {
 
 /// Rows of a chunk: the dense copy of a panel's part of the chunk is kChunkRows x
-/// kGramPanelWidth doubles (256 KiB), in a core's L2 cache with the rectangle.
+/// kGramPanelWidth floats (128 KiB), in a core's L2 cache with the rectangle.
 constexpr std::int64_t kChunkRows = 128;
 /// Doubles updated together by the kernel (kept in registers across a column's entries).
 constexpr std::int64_t kLanes = 16;
@@ -56,12 +56,13 @@ BlockEntries block_entries(const CsrShard& shard, std::span<const std::int32_t> 
 /// rectangle[i][t] += value * dense[row][t] for every entry (row, value) of chunk column
 /// i (slots i * kChunkRows .. + counts[i] of entry_rows / entry_values), for t in
 /// [0, kGramPanelWidth) -- from i's lane group on when `diagonal` (the upper triangle and
-/// a few entries below it, which the caller ignores). Each t sums its products in entry
-/// (row) order, one multiply and one add each (the file is compiled without FMA
-/// contraction), so every clone gives the same bits; the AVX2 clone keeps kLanes
-/// accumulators in registers over a column's entries.
-__attribute__((target_clones("avx2", "default"))) void accumulate_rectangle(
-    double* rectangle, const double* dense, const std::int32_t* entry_rows, const double* entry_values,
+/// a few entries below it, which the caller ignores). `dense` holds the stored float32
+/// values as they are (half the bytes to stream; the products are the same doubles).
+/// Each t sums its products in entry (row) order, one multiply and one add each (the
+/// file is compiled without FMA contraction), so every clone gives the same bits; the
+/// SIMD clones keep kLanes accumulators in registers over a column's entries.
+__attribute__((target_clones("avx512f", "avx2", "default"))) void accumulate_rectangle(
+    double* rectangle, const float* dense, const std::int32_t* entry_rows, const double* entry_values,
     const std::int32_t* counts, std::int64_t columns, bool diagonal) {
     for (std::int64_t column = 0; column < columns; ++column) {
         const std::int64_t begin = column * kChunkRows;
@@ -73,8 +74,8 @@ __attribute__((target_clones("avx2", "default"))) void accumulate_rectangle(
             for (std::int64_t lane = 0; lane < kLanes; ++lane) sums[lane] = target[group + lane];
             for (std::int64_t entry = begin; entry < end; ++entry) {
                 const double value = entry_values[entry];
-                const double* source = dense + static_cast<std::int64_t>(entry_rows[entry]) * kGramPanelWidth + group;
-                for (std::int64_t lane = 0; lane < kLanes; ++lane) sums[lane] += value * source[lane];
+                const float* source = dense + static_cast<std::int64_t>(entry_rows[entry]) * kGramPanelWidth + group;
+                for (std::int64_t lane = 0; lane < kLanes; ++lane) sums[lane] += value * static_cast<double>(source[lane]);
             }
             for (std::int64_t lane = 0; lane < kLanes; ++lane) target[group + lane] = sums[lane];
         }
@@ -124,7 +125,7 @@ SparseGram sparse_gram(const CsrShard& shard, std::span<const std::int32_t> map,
         const std::int64_t second_width = std::min(kGramPanelWidth, block_size - second_begin);
         // Rectangle and dense chunk are kGramPanelWidth wide (zeros past a narrow last panel).
         std::vector<double> rectangle(static_cast<std::size_t>(kGramPanelWidth * kGramPanelWidth), 0.0);
-        std::vector<double> dense(static_cast<std::size_t>(kChunkRows * kGramPanelWidth), 0.0);
+        std::vector<float> dense(static_cast<std::size_t>(kChunkRows * kGramPanelWidth), 0.0f);
         std::vector<double> sums(diagonal ? static_cast<std::size_t>(first_width) : 0, 0.0);
         // The chunk's entries of the first panel by column, in row order: column c's
         // entries are slots [c * kChunkRows, c * kChunkRows + counts[c]).
@@ -145,7 +146,7 @@ SparseGram sparse_gram(const CsrShard& shard, std::span<const std::int32_t> map,
                     entry_values[slot] = value;
                     if (diagonal) sums[column] += value;
                 }
-                double* dense_row = dense.data() + local * kGramPanelWidth;
+                float* dense_row = dense.data() + local * kGramPanelWidth;
                 for (auto entry = cut[second]; entry < cut[second + 1]; ++entry)
                     dense_row[entries.columns[entry] - second_begin] = entries.values[entry];
             }
@@ -154,9 +155,9 @@ SparseGram sparse_gram(const CsrShard& shard, std::span<const std::int32_t> map,
             // Back to zeros for the next chunk (only the entries set).
             for (std::int64_t local = 0; local < chunk_rows; ++local) {
                 const std::int64_t* cut = cuts.data() + static_cast<std::size_t>(chunk + local) * stride;
-                double* dense_row = dense.data() + local * kGramPanelWidth;
+                float* dense_row = dense.data() + local * kGramPanelWidth;
                 for (auto entry = cut[second]; entry < cut[second + 1]; ++entry)
-                    dense_row[entries.columns[entry] - second_begin] = 0.0;
+                    dense_row[entries.columns[entry] - second_begin] = 0.0f;
             }
         }
         for (std::int64_t a = 0; a < first_width; ++a) {

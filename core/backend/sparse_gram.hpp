@@ -23,7 +23,7 @@ struct SparseGram {
 /// rectangle of X^T X small enough to stay in a core's cache) is one task that visits
 /// every row of the shard in order, a chunk of rows at a time: the chunk's entries of
 /// the first panel, by column, times the chunk's second panel made dense, so the inner
-/// loop is a contiguous vector update (SIMD where the CPU has AVX2) instead of a
+/// loop is a contiguous vector update (AVX2 / AVX-512 where the CPU has them) instead of a
 /// scattered one. Every entry is summed in row order by one task, whatever the number
 /// of threads (bit-identical for any thread count), and no task needs a private copy of
 /// the block x block matrix. Checks ctx for cancellation while it runs.
