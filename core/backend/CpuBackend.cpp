@@ -11,6 +11,7 @@
 #include <tbb/parallel_for.h>
 
 #include "core/backend/shard_checks.hpp"
+#include "core/backend/project_kernel.hpp"
 #include "core/backend/sparse_gram.hpp"
 #include "core/data/ShardedCsr.hpp"
 
@@ -461,17 +462,12 @@ DenseMatrix<double> CpuBackend::project(const ProjectionRequest& request, JobCon
                 offset[component] += shift * loading;
             }
         }
-        parallel_rows(m_shard, ctx, [&](std::int64_t row) {
-            auto out = scores.row(row);
-            for (std::size_t component = 0; component < width; ++component) out[component] = -offset[component];
-            for (auto entry = m_shard.row_offsets[static_cast<std::size_t>(row)];
-                 entry < m_shard.row_offsets[static_cast<std::size_t>(row) + 1]; ++entry) {
-                const auto column = map[static_cast<std::size_t>(m_shard.gene_indices[static_cast<std::size_t>(entry)])];
-                if (column < 0) continue;
-                const double value = m_shard.values[static_cast<std::size_t>(entry)];
-                const double* weight = weights.data() + static_cast<std::size_t>(column) * width;
-                for (std::size_t component = 0; component < width; ++component) out[component] += value * weight[component];
-            }
+        // Row blocks through the SIMD kernel (backend/project_kernel.cpp).
+        const std::int64_t rows = m_shard.num_rows();
+        tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, rows, 256), [&](const tbb::blocked_range<std::int64_t>& range) {
+            ctx.checkpoint();
+            detail::project_rows(m_shard, range.begin(), range.end(), map.data(), weights.data(), offset.data(),
+                                 components, scores.values().data());
         });
         return scores;
     }
@@ -534,32 +530,51 @@ CsrShard CpuBackend::columns_kept(std::span<const std::uint8_t> keep, JobContext
     std::int32_t kept = 0;
     for (std::size_t gene = 0; gene < keep.size(); ++gene)
         if (keep[gene]) renumber[gene] = kept++;
-    const auto rows = static_cast<std::size_t>(m_shard.num_rows());
+    const std::int64_t rows = m_shard.num_rows();
     CsrShard out;
     out.row_begin = m_shard.row_begin;
     out.num_genes = kept;
     std::vector<std::int64_t>& offsets = out.row_offsets;
-    offsets.assign(rows + 1, 0);
-    parallel_rows(m_shard, ctx, [&](std::int64_t row) {
-        std::int64_t count = 0;
-        for (auto entry = m_shard.row_offsets[static_cast<std::size_t>(row)];
-             entry < m_shard.row_offsets[static_cast<std::size_t>(row) + 1]; ++entry)
-            count += renumber[static_cast<std::size_t>(m_shard.gene_indices[static_cast<std::size_t>(entry)])] >= 0 ? 1 : 0;
-        offsets[static_cast<std::size_t>(row) + 1] = count;
+    offsets.assign(static_cast<std::size_t>(rows) + 1, 0);
+    // One pass over the shard: each block of rows keeps its entries in its own arrays
+    // (row counts into offsets), then the blocks are concatenated in order.
+    constexpr std::int64_t kBlockRows = 2048;
+    const std::int64_t blocks = (rows + kBlockRows - 1) / kBlockRows;
+    struct Part {
+        std::vector<std::int32_t> gene_indices;
+        std::vector<float> values;
+    };
+    std::vector<Part> parts(static_cast<std::size_t>(blocks));
+    const double kept_share = keep.empty() ? 0.0 : static_cast<double>(kept) / static_cast<double>(keep.size());
+    tbb::parallel_for(std::int64_t{0}, blocks, [&](std::int64_t block) {
+        const std::int64_t begin = block * kBlockRows;
+        const std::int64_t end = std::min(rows, begin + kBlockRows);
+        Part& part = parts[static_cast<std::size_t>(block)];
+        const auto entries = m_shard.row_offsets[static_cast<std::size_t>(end)] - m_shard.row_offsets[static_cast<std::size_t>(begin)];
+        const auto expected = static_cast<std::size_t>(static_cast<double>(entries) * kept_share * 1.25) + 64;
+        part.gene_indices.reserve(expected);
+        part.values.reserve(expected);
+        for_rows_checked(m_shard, begin, end, ctx, [&](std::int64_t row) {
+            const std::size_t before = part.gene_indices.size();
+            for (auto entry = m_shard.row_offsets[static_cast<std::size_t>(row)];
+                 entry < m_shard.row_offsets[static_cast<std::size_t>(row) + 1]; ++entry) {
+                const auto gene = renumber[static_cast<std::size_t>(m_shard.gene_indices[static_cast<std::size_t>(entry)])];
+                if (gene < 0) continue;
+                part.gene_indices.push_back(gene);
+                part.values.push_back(m_shard.values[static_cast<std::size_t>(entry)]);
+            }
+            offsets[static_cast<std::size_t>(row) + 1] = static_cast<std::int64_t>(part.gene_indices.size() - before);
+        });
     });
-    for (std::size_t row = 0; row < rows; ++row) offsets[row + 1] += offsets[row];
+    for (std::size_t row = 0; row < static_cast<std::size_t>(rows); ++row) offsets[row + 1] += offsets[row];
     out.gene_indices.resize(static_cast<std::size_t>(offsets.back()));
     out.values.resize(static_cast<std::size_t>(offsets.back()));
-    parallel_rows(m_shard, ctx, [&](std::int64_t row) {
-        auto position = offsets[static_cast<std::size_t>(row)];
-        for (auto entry = m_shard.row_offsets[static_cast<std::size_t>(row)];
-             entry < m_shard.row_offsets[static_cast<std::size_t>(row) + 1]; ++entry) {
-            const auto gene = renumber[static_cast<std::size_t>(m_shard.gene_indices[static_cast<std::size_t>(entry)])];
-            if (gene < 0) continue;
-            out.gene_indices[static_cast<std::size_t>(position)] = gene;
-            out.values[static_cast<std::size_t>(position)] = m_shard.values[static_cast<std::size_t>(entry)];
-            ++position;
-        }
+    tbb::parallel_for(std::int64_t{0}, blocks, [&](std::int64_t block) {
+        Part& part = parts[static_cast<std::size_t>(block)];
+        const auto position = static_cast<std::ptrdiff_t>(offsets[static_cast<std::size_t>(block * kBlockRows)]);
+        std::copy(part.gene_indices.begin(), part.gene_indices.end(), out.gene_indices.begin() + position);
+        std::copy(part.values.begin(), part.values.end(), out.values.begin() + position);
+        part = Part{};
     });
     return out;
 }
