@@ -8,6 +8,7 @@
 #include <string>
 
 #include <tbb/blocked_range.h>
+#include <tbb/enumerable_thread_specific.h>
 #include <tbb/parallel_for.h>
 
 #include "core/backend/shard_checks.hpp"
@@ -537,34 +538,42 @@ CsrShard CpuBackend::columns_kept(std::span<const std::uint8_t> keep, JobContext
     std::vector<std::int64_t>& offsets = out.row_offsets;
     offsets.assign(static_cast<std::size_t>(rows) + 1, 0);
     // One pass over the shard: each block of rows keeps its entries in its own arrays
-    // (row counts into offsets), then the blocks are concatenated in order.
-    constexpr std::int64_t kBlockRows = 2048;
+    // (row counts into offsets), then the blocks are concatenated in order. Entries are
+    // compacted without a branch (written, then kept by advancing the cursor) into a
+    // scratch reused by the thread, and copied out at their kept size.
+    constexpr std::int64_t kBlockRows = 512;
     const std::int64_t blocks = (rows + kBlockRows - 1) / kBlockRows;
     struct Part {
         std::vector<std::int32_t> gene_indices;
         std::vector<float> values;
     };
     std::vector<Part> parts(static_cast<std::size_t>(blocks));
-    const double kept_share = keep.empty() ? 0.0 : static_cast<double>(kept) / static_cast<double>(keep.size());
+    tbb::enumerable_thread_specific<Part> scratch;
     tbb::parallel_for(std::int64_t{0}, blocks, [&](std::int64_t block) {
         const std::int64_t begin = block * kBlockRows;
         const std::int64_t end = std::min(rows, begin + kBlockRows);
-        Part& part = parts[static_cast<std::size_t>(block)];
-        const auto entries = m_shard.row_offsets[static_cast<std::size_t>(end)] - m_shard.row_offsets[static_cast<std::size_t>(begin)];
-        const auto expected = static_cast<std::size_t>(static_cast<double>(entries) * kept_share * 1.25) + 64;
-        part.gene_indices.reserve(expected);
-        part.values.reserve(expected);
+        const auto first = m_shard.row_offsets[static_cast<std::size_t>(begin)];
+        const auto entries = static_cast<std::size_t>(m_shard.row_offsets[static_cast<std::size_t>(end)] - first);
+        Part& buffer = scratch.local();
+        if (buffer.gene_indices.size() < entries) {
+            buffer.gene_indices.resize(entries);
+            buffer.values.resize(entries);
+        }
+        std::size_t cursor = 0;
         for_rows_checked(m_shard, begin, end, ctx, [&](std::int64_t row) {
-            const std::size_t before = part.gene_indices.size();
+            const std::size_t before = cursor;
             for (auto entry = m_shard.row_offsets[static_cast<std::size_t>(row)];
                  entry < m_shard.row_offsets[static_cast<std::size_t>(row) + 1]; ++entry) {
                 const auto gene = renumber[static_cast<std::size_t>(m_shard.gene_indices[static_cast<std::size_t>(entry)])];
-                if (gene < 0) continue;
-                part.gene_indices.push_back(gene);
-                part.values.push_back(m_shard.values[static_cast<std::size_t>(entry)]);
+                buffer.gene_indices[cursor] = gene;
+                buffer.values[cursor] = m_shard.values[static_cast<std::size_t>(entry)];
+                cursor += gene >= 0 ? 1 : 0;
             }
-            offsets[static_cast<std::size_t>(row) + 1] = static_cast<std::int64_t>(part.gene_indices.size() - before);
+            offsets[static_cast<std::size_t>(row) + 1] = static_cast<std::int64_t>(cursor - before);
         });
+        Part& part = parts[static_cast<std::size_t>(block)];
+        part.gene_indices.assign(buffer.gene_indices.begin(), buffer.gene_indices.begin() + static_cast<std::ptrdiff_t>(cursor));
+        part.values.assign(buffer.values.begin(), buffer.values.begin() + static_cast<std::ptrdiff_t>(cursor));
     });
     for (std::size_t row = 0; row < static_cast<std::size_t>(rows); ++row) offsets[row + 1] += offsets[row];
     out.gene_indices.resize(static_cast<std::size_t>(offsets.back()));
