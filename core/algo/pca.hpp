@@ -1,7 +1,8 @@
 #pragma once
 /// Exact PCA of the standardised matrix, as scanpy's pp.pca (zero_center=True) with
-/// scikit-learn's PCA: the Gram matrix is reduced across shards, the covariance is
-/// eigendecomposed on the host in double, and the cells are projected shard by shard.
+/// scikit-learn's PCA: the Gram matrix is reduced across shards, the top eigenpairs of
+/// the covariance are found on the host in double (PcaSolver), and the cells are
+/// projected shard by shard.
 #include <cstdint>
 #include <vector>
 
