@@ -11,7 +11,7 @@ namespace fathom::detail {
 namespace {
 
 /// Rows of a chunk: the dense copy of a panel's part of the chunk is kChunkRows x
-/// kGramPanelWidth floats (128 KiB), in a core's L2 cache with the rectangle.
+/// kGramPanelWidth floats (256 KiB), in a core's L2 cache.
 constexpr std::int64_t kChunkRows = 128;
 /// Doubles updated together by the kernel (kept in registers across a column's entries).
 constexpr std::int64_t kLanes = 16;

@@ -20,7 +20,7 @@ struct SparseGram {
 /// (-1 = not in the block, increasing with g), block_size the number of block columns.
 ///
 /// The block columns are cut into panels of kGramPanelWidth; each pair of panels (a
-/// rectangle of X^T X small enough to stay in a core's cache) is one task that visits
+/// rectangle of X^T X) is one task that visits
 /// every row of the shard in order, a chunk of rows at a time: the chunk's entries of
 /// the first panel, by column, times the chunk's second panel made dense, so the inner
 /// loop is a contiguous vector update (AVX2 / AVX-512 where the CPU has them) instead of a
@@ -29,7 +29,9 @@ struct SparseGram {
 /// the block x block matrix. Checks ctx for cancellation while it runs.
 SparseGram sparse_gram(const CsrShard& shard, std::span<const std::int32_t> map, std::int64_t block_size, JobContext& ctx);
 
-/// Block columns per panel of sparse_gram (a 256 x 256 double rectangle is 512 KiB).
-inline constexpr std::int64_t kGramPanelWidth = 256;
+/// Block columns per panel of sparse_gram: a chunk's dense slice (128 rows x 512 floats,
+/// 256 KiB) stays in a core's L2 cache; each entry of the first panel updates a 4 KiB
+/// rectangle row. Measured fastest of 128 / 256 / 512 / 1024 on a 1000-gene block.
+inline constexpr std::int64_t kGramPanelWidth = 512;
 
 }  // namespace fathom::detail
