@@ -74,9 +74,19 @@ FilterResult filter_genes(const ShardSet& shards, const FilterGenesOptions& opti
     validate(options);
     ctx.begin_stage("filter_genes");
     ColumnStats stats = shards.column_stats({}, ctx);
-    for (auto& total : stats.sum) total = static_cast<float>(total);
     ctx.report(1.0);
-    return make_filter(std::move(stats.sum), std::move(stats.nnz), options.min_counts, options.max_counts,
+    return filter_genes(std::move(stats.sum), std::move(stats.nnz), options);
+}
+
+FilterResult filter_genes(std::vector<double> gene_totals, std::vector<std::int64_t> cells_per_gene,
+                          const FilterGenesOptions& options) {
+    validate(options);
+    if (gene_totals.size() != cells_per_gene.size())
+        throw std::invalid_argument("filter_genes: " + std::to_string(gene_totals.size()) + " gene totals but " +
+                                    std::to_string(cells_per_gene.size()) + " cell counts");
+    // scanpy sums a float32 matrix into float32 totals before comparing.
+    for (auto& total : gene_totals) total = static_cast<float>(total);
+    return make_filter(std::move(gene_totals), std::move(cells_per_gene), options.min_counts, options.max_counts,
                        options.min_cells, options.max_cells);
 }
 

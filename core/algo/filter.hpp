@@ -47,6 +47,12 @@ void validate(const FilterGenesOptions& options);
 FilterResult filter_cells(const ShardSet& shards, const FilterCellsOptions& options, JobContext& ctx);
 /// Computes the gene mask (shards unchanged).
 FilterResult filter_genes(const ShardSet& shards, const FilterGenesOptions& options, JobContext& ctx);
+/// The same gene mask from per-gene statistics already taken on the matrix (the QC
+/// step's var['total_counts'] and var['n_cells_by_counts'], which are the column sums
+/// and non-zero counts filter_genes would compute), without a pass over the shards.
+/// Throws std::invalid_argument when the two vectors differ in size.
+FilterResult filter_genes(std::vector<double> gene_totals, std::vector<std::int64_t> cells_per_gene,
+                          const FilterGenesOptions& options);
 /// Keeps the cells with filter.keep = 1 (shards renumbered).
 void apply_cell_filter(ShardSet& shards, const FilterResult& filter, JobContext& ctx);
 /// Keeps the genes with filter.keep = 1 (columns renumbered in order).

@@ -329,6 +329,15 @@ HvgResult select_by_dispersion(std::span<const double> means, std::span<const do
     return result;
 }
 
+HvgResult highly_variable_genes(const ColumnStats& stats, std::int64_t num_cells, const HvgOptions& options) {
+    validate(options, MatrixShape{num_cells, static_cast<std::int64_t>(stats.sum.size())});
+    if (options.flavor == HvgFlavor::SeuratV3)
+        throw std::invalid_argument("highly_variable_genes: seurat_v3 needs the matrix, not column statistics");
+    std::vector<double> means, variances;
+    mean_var(stats, num_cells, means, variances);
+    return select_by_dispersion(means, variances, options);
+}
+
 HvgResult highly_variable_genes(const ShardSet& shards, const HvgOptions& options, JobContext& ctx) {
     validate(options, shards.shape());
     ctx.begin_stage("highly_variable_genes");
@@ -340,9 +349,7 @@ HvgResult highly_variable_genes(const ShardSet& shards, const HvgOptions& option
             request.transform = ElementTransform::Expm1;
         const ColumnStats stats = shards.column_stats(request, ctx);
         ctx.report(0.8);
-        std::vector<double> means, variances;
-        mean_var(stats, cells, means, variances);
-        auto result = select_by_dispersion(means, variances, options);
+        auto result = highly_variable_genes(stats, cells, options);
         ctx.report(1.0);
         return result;
     }

@@ -76,6 +76,12 @@ void validate(const HvgOptions& options, const MatrixShape& shape);
 
 /// Computes mean and variance on the shards (transformed per the flavour) and selects.
 HvgResult highly_variable_genes(const ShardSet& shards, const HvgOptions& options, JobContext& ctx);
+/// The same for flavours seurat and cell_ranger from the column statistics that call
+/// would take (ColumnStats of the num_cells rows, with the Expm1 transform where the
+/// seurat flavour asks for it), e.g. taken on the fly with a ColumnStatsRequest row
+/// scale instead of on a normalised copy. Throws std::invalid_argument for seurat_v3
+/// (it needs the matrix) or when num_cells < 2.
+HvgResult highly_variable_genes(const ColumnStats& stats, std::int64_t num_cells, const HvgOptions& options);
 
 /// The selection alone (seurat / cell_ranger), from per-gene mean and variance
 /// (ddof=1) of the data the flavour works on (expm1'd for seurat). Exposed for tests.

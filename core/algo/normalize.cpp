@@ -98,18 +98,25 @@ Factors scale_factors(const std::vector<double>& totals, std::optional<double> t
 
 }  // namespace
 
+NormalizeTotalResult normalize_total_factors(std::vector<double> counts_per_cell, const NormalizeTotalOptions& options) {
+    validate(options);
+    // scanpy 1.9 _normalize_data: after = np.median(counts[counts > 0]) unless given.
+    Factors factors = scale_factors(counts_per_cell, options.target_sum, true, options.integer_dtype);
+    NormalizeTotalResult result;
+    result.counts_per_cell = std::move(counts_per_cell);
+    result.target_sum = factors.after;
+    result.factors = std::move(factors.factors);
+    return result;
+}
+
 NormalizeTotalResult normalize_total(ShardSet& shards, const NormalizeTotalOptions& options, JobContext& ctx) {
     validate(options);
     ctx.begin_stage("normalize_total");
-    const RowStats stats = shards.row_stats({}, ctx);
-    // scanpy 1.9 _normalize_data: after = np.median(counts[counts > 0]) unless given.
-    const Factors factors = scale_factors(stats.total, options.target_sum, true, options.integer_dtype);
+    RowStats stats = shards.row_stats({}, ctx);
+    NormalizeTotalResult result = normalize_total_factors(std::move(stats.total), options);
     ctx.report(0.5);
-    shards.scale_rows(factors.factors, ctx);
+    shards.scale_rows(result.factors, ctx);
     ctx.report(1.0);
-    NormalizeTotalResult result;
-    result.counts_per_cell = stats.total;
-    result.target_sum = factors.after;
     return result;
 }
 

@@ -29,6 +29,7 @@ struct NormalizeTotalOptions {
 struct NormalizeTotalResult {
     std::vector<double> counts_per_cell;   ///< totals before normalising (num_cells)
     double target_sum = 0.0;               ///< the target used
+    std::vector<double> factors;           ///< per cell: the factor its values were multiplied by
 };
 
 /// Options of normalize_per_cell (scanpy 1.9 pp.normalize_per_cell).
@@ -55,6 +56,10 @@ void validate(const NormalizePerCellOptions& options);
 
 /// Scales every cell to the target total in place. Cells with total 0 stay 0.
 NormalizeTotalResult normalize_total(ShardSet& shards, const NormalizeTotalOptions& options, JobContext& ctx);
+/// normalize_total's target and per-cell factors for cells with these totals, without
+/// scaling a matrix: Backend::scale_rows(factors) (or ColumnStatsRequest::row_scale)
+/// then gives exactly the values normalize_total would.
+NormalizeTotalResult normalize_total_factors(std::vector<double> counts_per_cell, const NormalizeTotalOptions& options);
 /// Removes cells below min_counts, then scales the others to the target in place.
 NormalizePerCellResult normalize_per_cell(ShardSet& shards, const NormalizePerCellOptions& options,
                                           JobContext& ctx);

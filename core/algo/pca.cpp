@@ -8,6 +8,8 @@
 #include <string>
 
 #include <Eigen/Dense>
+#include <Spectra/MatOp/DenseSymMatProd.h>
+#include <Spectra/SymEigsSolver.h>
 
 #include "core/algo/pca_eigen.hpp"
 
@@ -45,6 +47,51 @@ Eigenpairs exact_eigenpairs(const Eigen::MatrixXd& covariance, int components) {
                           components);
 }
 
+/// A seeded start (splitmix64): `count` values in [-0.5, 0.5), identical on every machine.
+Eigen::VectorXd seeded_values(std::uint64_t seed, Eigen::Index count) {
+    std::uint64_t state = seed * 0x9E3779B97F4A7C15ULL + 0x2545F4914F6CDD1DULL;
+    Eigen::VectorXd values(count);
+    for (Eigen::Index index = 0; index < count; ++index) {
+        std::uint64_t z = (state += 0x9E3779B97F4A7C15ULL);
+        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+        z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+        values(index) = static_cast<double>((z ^ (z >> 31)) >> 11) * 0x1.0p-53 - 0.5;
+    }
+    return values;
+}
+
+/// Lanczos convergence: residual of each wanted Ritz pair below this fraction of it.
+constexpr double kLanczosTolerance = 1e-10;
+constexpr int kLanczosMaxRestarts = 1000;
+
+/// Krylov space of the Lanczos solver for `components` wanted pairs (ARPACK's usual
+/// ncv = 2k + 1, at least k + 20).
+std::int64_t lanczos_dimension(std::int64_t components) { return std::max(2 * components + 1, components + 20); }
+
+/// Implicitly restarted Lanczos (Spectra) for the largest eigenpairs; empty when it does
+/// not converge.
+std::optional<Eigenpairs> lanczos_eigenpairs(const Eigen::MatrixXd& covariance, int components, std::uint64_t seed,
+                                             JobContext& ctx) {
+    const Eigen::Index size = covariance.rows();
+    const auto dimension = static_cast<Eigen::Index>(std::min<std::int64_t>(size, lanczos_dimension(components)));
+    if (components < 1 || dimension <= components) return std::nullopt;
+    ctx.checkpoint();
+    Spectra::DenseSymMatProd<double> product(covariance);
+    Spectra::SymEigsSolver<Spectra::DenseSymMatProd<double>> solver(product, components, dimension);
+    const Eigen::VectorXd start = seeded_values(seed, size);
+    solver.init(start.data());
+    solver.compute(Spectra::SortRule::LargestAlge, kLanczosMaxRestarts, kLanczosTolerance, Spectra::SortRule::LargestAlge);
+    ctx.checkpoint();
+    if (solver.info() != Spectra::CompInfo::Successful) return std::nullopt;
+    Eigenpairs out;
+    out.exact = false;
+    out.iterations = static_cast<int>(solver.num_iterations());
+    const Eigen::VectorXd values = solver.eigenvalues();  // descending
+    out.vectors = solver.eigenvectors();
+    for (int component = 0; component < components; ++component) out.values.push_back(values(component));
+    return out;
+}
+
 /// Thin orthonormal basis of the columns of y (Householder QR, deterministic).
 Eigen::MatrixXd orthonormalize(const Eigen::MatrixXd& y) {
     const Eigen::HouseholderQR<Eigen::MatrixXd> qr(y);
@@ -76,18 +123,9 @@ std::optional<Eigenpairs> krylov_eigenpairs(const Eigen::MatrixXd& covariance, i
     // Krylov depth: blocks per cycle, bounded by the dimension.
     const auto depth = static_cast<Eigen::Index>(std::max<std::int64_t>(1, std::min<std::int64_t>(kKrylovDepth, size / block)));
     const Eigen::Index dimension = block * depth;
-    // Seeded start (splitmix64), identical on every machine.
-    std::uint64_t state = seed * 0x9E3779B97F4A7C15ULL + 0x2545F4914F6CDD1DULL;
-    auto next = [&state] {
-        std::uint64_t z = (state += 0x9E3779B97F4A7C15ULL);
-        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-        z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-        return static_cast<double>((z ^ (z >> 31)) >> 11) * 0x1.0p-53 - 0.5;
-    };
-    Eigen::MatrixXd start(size, block);
-    for (Eigen::Index col = 0; col < block; ++col)
-        for (Eigen::Index row = 0; row < size; ++row) start(row, col) = next();
-    start = orthonormalize(start);
+    // Seeded start, column by column.
+    const Eigen::VectorXd seeded = seeded_values(seed, size * block);
+    Eigen::MatrixXd start = orthonormalize(Eigen::Map<const Eigen::MatrixXd>(seeded.data(), size, block));
     constexpr int kMaxCycles = 40;
     Eigen::MatrixXd basis(size, dimension), image(size, dimension);
     for (int cycle = 1; cycle <= kMaxCycles; ++cycle) {
@@ -165,11 +203,12 @@ PcaResult pca(const ShardSet& shards, const ScaleResult& scaling, const PcaOptio
                 (gram.gram(static_cast<std::int64_t>(a), static_cast<std::int64_t>(b)) -
                  cells * column_mean[a] * column_mean[b]) / (cells - 1.0);
     ctx.checkpoint();
-    const bool exact = options.solver == PcaSolver::Exact ||
-                       (options.solver == PcaSolver::Auto && shape.num_genes <= kExactSolverMaxGenes);
+    PcaSolver solver = options.solver;
+    if (solver == PcaSolver::Auto)
+        solver = 2 * lanczos_dimension(components) <= shape.num_genes ? PcaSolver::Lanczos : PcaSolver::Exact;
     std::optional<Eigenpairs> pairs;
     bool accelerated = false;
-    if (options.accelerated_eigensolver && options.solver != PcaSolver::BlockKrylov) {
+    if (options.accelerated_eigensolver && (options.solver == PcaSolver::Auto || options.solver == PcaSolver::Exact)) {
         DenseMatrix<double> dense(shape.num_genes, shape.num_genes);
         for (std::int64_t a = 0; a < shape.num_genes; ++a)
             for (std::int64_t b = 0; b < shape.num_genes; ++b)
@@ -180,7 +219,8 @@ PcaResult pca(const ShardSet& shards, const ScaleResult& scaling, const PcaOptio
             accelerated = true;
         }
     }
-    if (!pairs && !exact) pairs = krylov_eigenpairs(covariance, components, options.seed, ctx);
+    if (!pairs && solver == PcaSolver::Lanczos) pairs = lanczos_eigenpairs(covariance, components, options.seed, ctx);
+    if (!pairs && solver == PcaSolver::BlockKrylov) pairs = krylov_eigenpairs(covariance, components, options.seed, ctx);
     if (!pairs) pairs = exact_eigenpairs(covariance, components);
     ctx.report(0.7);
     const double total_variance = covariance.trace();

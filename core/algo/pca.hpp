@@ -1,7 +1,8 @@
 #pragma once
 /// Exact PCA of the standardised matrix, as scanpy's pp.pca (zero_center=True) with
-/// scikit-learn's PCA: the Gram matrix is reduced across shards, the covariance is
-/// eigendecomposed on the host in double, and the cells are projected shard by shard.
+/// scikit-learn's PCA: the Gram matrix is reduced across shards, the top eigenpairs of
+/// the covariance are found on the host in double (PcaSolver), and the cells are
+/// projected shard by shard.
 #include <cstdint>
 #include <functional>
 #include <vector>
@@ -15,7 +16,8 @@ namespace fathom {
 /// How the top eigenpairs of the genes x genes covariance are found (on the host, in
 /// double, single-threaded so that results never depend on the thread count).
 enum class PcaSolver {
-    /// Exact up to kExactSolverMaxGenes genes, block Krylov above.
+    /// Lanczos when the wanted components are few for the genes (a Krylov space of
+    /// 2 x components + 1 vectors at most half the genes), else Exact.
     Auto,
     /// Full symmetric eigendecomposition (Eigen's SelfAdjointEigenSolver), O(genes^3).
     Exact,
@@ -24,15 +26,18 @@ enum class PcaSolver {
     /// below 1e-8 of the largest eigenvalue (falls back to Exact if it does not get
     /// there). O(genes^2 x Krylov dimension) per restart cycle.
     BlockKrylov,
+    /// Implicitly restarted Lanczos (Spectra's SymEigsSolver, the method of ARPACK's
+    /// dsaupd that scikit-learn's arpack solver runs) for the top components only, from
+    /// a seeded start, until every wanted Ritz pair's residual is below 1e-10 of its
+    /// eigenvalue (falls back to Exact if it does not get there). O(genes^2) per
+    /// iteration: far cheaper than Exact's O(genes^3) when few components are wanted.
+    Lanczos,
 };
-
-/// Auto uses the exact solver up to this many genes.
-inline constexpr std::int64_t kExactSolverMaxGenes = 1500;
 
 /// PCA of the scaled HVG block. Cells x genes in, cells x components out.
 struct PcaOptions {
     int num_components = 50;   ///< >= 1; capped at min(cells, genes) - 1
-    std::uint64_t seed = 0;    ///< start block of the Krylov solver; same seed => identical result
+    std::uint64_t seed = 0;    ///< start of the Krylov / Lanczos solvers; same seed => identical result
     PcaSolver solver = PcaSolver::Auto;
     /// An accelerator's exact eigensolver (the CUDA backend's cuSOLVER syevdx, set by the
     /// engine when the shards are on a GPU and the covariance is large enough to pay),
@@ -60,7 +65,7 @@ struct PcaResult {
     int num_components = 0;                     ///< after capping
     bool exact_solver = true;                   ///< which solver produced the eigenpairs
     bool accelerated_solver = false;            ///< the eigenpairs came from accelerated_eigensolver
-    int iterations = 0;                         ///< Krylov restart cycles run (0 for the exact solver)
+    int iterations = 0;                         ///< Krylov restart cycles / Lanczos restarts run (0 for the exact solver)
 };
 
 /// Throws std::invalid_argument naming the field: "PcaOptions::num_components must be >= 1",

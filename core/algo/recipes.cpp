@@ -63,20 +63,6 @@ Zheng17Preprocessed zheng17_preprocess(ShardSet& shards, const Zheng17Options& o
     return out;
 }
 
-Zheng17Preprocessed zheng17_preprocess(const ShardSet& raw, ShardSet& normalized, const Zheng17Options& options,
-                                       JobContext& ctx) {
-    validate(options, raw.shape());
-    Zheng17Preprocessed out;
-    FilterGenesOptions gene_filter;
-    gene_filter.min_counts = 1.0;
-    out.gene_filter = filter_genes(raw, gene_filter, ctx);
-    normalized = out.gene_filter.num_removed > 0 ? raw.clone_columns(out.gene_filter.keep, ctx) : raw.clone();
-    NormalizeTotalOptions normalization;
-    normalization.integer_dtype = options.integer_dtype;
-    out.normalization = normalize_total(normalized, normalization, ctx);
-    return out;
-}
-
 HvgOptions zheng17_hvg_options(const Zheng17Options& options) {
     // filter_genes_dispersion(X, flavor='cell_ranger', n_top_genes, log=False) on the
     // normalised, non-log data: |d - median| / MAD, float32 cut-off, ties kept.
@@ -86,6 +72,76 @@ HvgOptions zheng17_hvg_options(const Zheng17Options& options) {
     hvg.log = false;
     hvg.num_top_genes = options.num_top_genes;
     return hvg;
+}
+
+Zheng17Moments zheng17_moments(const ShardSet& raw, const Zheng17Options& options, JobContext& ctx, const QcResult* qc) {
+    validate(options, raw.shape());
+    const auto num_genes = static_cast<std::size_t>(raw.num_genes());
+    const auto num_cells = static_cast<std::size_t>(raw.num_cells());
+    Zheng17Moments out;
+    // pp.filter_genes(adata, min_counts=1): only genes with at least one count.
+    FilterGenesOptions gene_filter;
+    gene_filter.min_counts = 1.0;
+    std::vector<double> totals;
+    if (qc) {
+        if (qc->gene_total_counts.size() != num_genes || qc->n_cells_by_counts.size() != num_genes ||
+            qc->total_counts.size() != num_cells)
+            throw std::invalid_argument("zheng17_moments: the QC result does not match the " + std::to_string(num_cells) +
+                                        " x " + std::to_string(num_genes) + " matrix");
+        ctx.begin_stage("filter_genes");
+        out.gene_filter = filter_genes(qc->gene_total_counts, qc->n_cells_by_counts, gene_filter);
+        totals = qc->total_counts;
+    } else {
+        out.gene_filter = filter_genes(raw, gene_filter, ctx);
+        ctx.begin_stage("normalize_total");
+        // Totals over the kept genes, as normalize_total sees the filtered matrix.
+        RowStats rows = out.gene_filter.num_removed > 0 ? raw.row_stats(out.gene_filter.keep, ctx) : raw.row_stats({}, ctx);
+        totals = out.gene_filter.num_removed > 0 ? std::move(rows.subset_total) : std::move(rows.total);
+    }
+    // normalize_total(adata, key_added='n_counts_all'): scanpy 1.9.6's recipe (pre-1.5
+    // releases called normalize_per_cell, which also drops cells without counts).
+    // Zero-count cells stay (and stay zero); the target is the median of the non-zero
+    // totals.
+    NormalizeTotalOptions normalization;
+    normalization.integer_dtype = options.integer_dtype;
+    out.normalization = normalize_total_factors(std::move(totals), normalization);
+    // The statistics filter_genes_dispersion takes of the normalised matrix.
+    ctx.begin_stage("highly_variable_genes");
+    ColumnStatsRequest request;
+    request.row_scale = out.normalization.factors;
+    ColumnStats stats = raw.column_stats(request, ctx);
+    if (out.gene_filter.num_removed == 0) {
+        out.normalized_stats = std::move(stats);
+        return out;
+    }
+    out.normalized_stats.num_rows = stats.num_rows;
+    for (std::size_t gene = 0; gene < num_genes; ++gene) {
+        if (!out.gene_filter.keep[gene]) continue;
+        out.normalized_stats.sum.push_back(stats.sum[gene]);
+        out.normalized_stats.sum_squares.push_back(stats.sum_squares[gene]);
+        out.normalized_stats.nnz.push_back(stats.nnz[gene]);
+    }
+    return out;
+}
+
+HvgResult zheng17_select(const Zheng17Moments& moments, std::int64_t num_cells, const Zheng17Options& options) {
+    return highly_variable_genes(moments.normalized_stats, num_cells, zheng17_hvg_options(options));
+}
+
+ShardSet zheng17_hvg_block(const ShardSet& raw, const Zheng17Moments& moments, const HvgResult& dispersion,
+                           JobContext& ctx) {
+    const auto& kept = moments.gene_filter.keep;
+    if (kept.size() != static_cast<std::size_t>(raw.num_genes()) ||
+        dispersion.highly_variable.size() != static_cast<std::size_t>(moments.gene_filter.num_kept) ||
+        moments.normalization.factors.size() != static_cast<std::size_t>(raw.num_cells()))
+        throw std::invalid_argument("zheng17_hvg_block: the moments or the HVG selection do not match the raw matrix");
+    std::vector<std::uint8_t> keep(kept.size(), 0);
+    std::size_t column = 0;
+    for (std::size_t gene = 0; gene < kept.size(); ++gene)
+        if (kept[gene]) keep[gene] = dispersion.highly_variable[column++];
+    ShardSet block = raw.clone_columns(keep, ctx);
+    block.scale_rows(moments.normalization.factors, ctx);
+    return block;
 }
 
 Zheng17Finished zheng17_finish(ShardSet& hvg_block, const Zheng17Options& options, JobContext& ctx) {
@@ -104,15 +160,16 @@ Zheng17Result recipe_zheng17(ShardSet& shards, const Zheng17Options& options, Jo
     const std::vector<std::int64_t> genes = identity(shards.num_genes());
     result.kept_cells = identity(shards.num_cells());
 
-    Zheng17Preprocessed preprocessed = zheng17_preprocess(shards, options, ctx);
-    result.gene_filter = std::move(preprocessed.gene_filter);
-    result.first_normalization = std::move(preprocessed.normalization);
-    const std::vector<std::int64_t> kept_genes = compose(genes, result.gene_filter.keep);
-
-    result.dispersion = highly_variable_genes(shards, zheng17_hvg_options(options), ctx);
+    // The normalised matrix is never formed: its dispersion statistics come from the
+    // raw counts scaled on the fly, and only the HVG columns are copied and scaled.
+    Zheng17Moments moments = zheng17_moments(shards, options, ctx);
+    const std::vector<std::int64_t> kept_genes = compose(genes, moments.gene_filter.keep);
+    result.dispersion = zheng17_select(moments, shards.num_cells(), options);
     if (result.dispersion.num_selected < 1)
         throw std::invalid_argument("recipe_zheng17: no gene has a defined normalised dispersion");
-    shards.subset_columns(result.dispersion.highly_variable, ctx);
+    shards = zheng17_hvg_block(shards, moments, result.dispersion, ctx);
+    result.gene_filter = std::move(moments.gene_filter);
+    result.first_normalization = std::move(moments.normalization);
     result.hvg_genes = compose(kept_genes, result.dispersion.highly_variable);
 
     Zheng17Finished finished = zheng17_finish(shards, options, ctx);

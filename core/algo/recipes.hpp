@@ -11,6 +11,7 @@
 #include "core/algo/hvg.hpp"
 #include "core/algo/normalize.hpp"
 #include "core/algo/pca.hpp"
+#include "core/algo/qc.hpp"
 #include "core/algo/scale.hpp"
 #include "core/backend/ShardSet.hpp"
 #include "core/engine/JobContext.hpp"
@@ -50,13 +51,35 @@ struct Zheng17Preprocessed {
 };
 /// filter_genes(min_counts=1); normalize_total(key_added='n_counts_all'). In place.
 Zheng17Preprocessed zheng17_preprocess(ShardSet& shards, const Zheng17Options& options, JobContext& ctx);
-/// The same on a copy: `raw` is left unchanged and `normalized` receives the filtered,
-/// normalised matrix; only the kept genes are ever copied. Bit-identical to copying
-/// `raw` and calling the in-place form.
-Zheng17Preprocessed zheng17_preprocess(const ShardSet& raw, ShardSet& normalized, const Zheng17Options& options,
-                                       JobContext& ctx);
 /// filter_genes_dispersion(flavor='cell_ranger', n_top_genes, log=False) as HvgOptions.
 HvgOptions zheng17_hvg_options(const Zheng17Options& options);
+
+/// recipe_zheng17 up to the HVG selection without a normalised copy of the matrix:
+/// what filter_genes(min_counts=1) and normalize_total(key_added='n_counts_all')
+/// decide, and the column statistics of the normalised values that
+/// filter_genes_dispersion reads, taken on the raw counts scaled on the fly
+/// (ColumnStatsRequest::row_scale gives the values scale_rows would store). The raw
+/// shards are not changed; everything is bit-identical to zheng17_preprocess followed
+/// by the column statistics of highly_variable_genes.
+struct Zheng17Moments {
+    FilterResult gene_filter;              ///< filter_genes(min_counts=1) on the raw genes
+    NormalizeTotalResult normalization;    ///< normalize_total(key_added='n_counts_all'), with the factors
+    ColumnStats normalized_stats;          ///< of the normalised (non-log) values, one entry per kept gene
+};
+/// One pass over the raw shards (column statistics), plus the passes for the gene and
+/// cell totals unless `qc` holds them already: qc is the QC of these same shards
+/// (compute_qc), valid for non-negative counts, where the genes filter_genes removes
+/// hold only zeros and so add nothing to the cell totals.
+Zheng17Moments zheng17_moments(const ShardSet& raw, const Zheng17Options& options, JobContext& ctx,
+                               const QcResult* qc = nullptr);
+/// filter_genes_dispersion on the moments (one entry per kept gene).
+HvgResult zheng17_select(const Zheng17Moments& moments, std::int64_t num_cells, const Zheng17Options& options);
+/// The normalised HVG block straight from the raw shards: only the genes kept by
+/// moments.gene_filter and selected by dispersion.highly_variable (one flag per kept
+/// gene) are copied, then scaled by the first normalisation's factors; bit-identical
+/// to subsetting the normalised copy.
+ShardSet zheng17_hvg_block(const ShardSet& raw, const Zheng17Moments& moments, const HvgResult& dispersion,
+                           JobContext& ctx);
 /// What the last part computed.
 struct Zheng17Finished {
     NormalizeTotalResult normalization;    ///< normalize_total() on the HVG block

@@ -8,10 +8,13 @@
 #include <string>
 
 #include <tbb/blocked_range.h>
+#include <tbb/enumerable_thread_specific.h>
 #include <tbb/parallel_for.h>
 
 #include "core/backend/projection.hpp"
 #include "core/backend/shard_checks.hpp"
+#include "core/backend/project_kernel.hpp"
+#include "core/backend/sparse_gram.hpp"
 #include "core/data/ShardedCsr.hpp"
 
 namespace fathom {
@@ -196,6 +199,57 @@ RowStats CpuBackend::row_stats(std::span<const std::uint8_t> gene_mask, JobConte
 ColumnStats CpuBackend::column_stats(const ColumnStatsRequest& request, JobContext& ctx) const {
     check_request("column_stats", request, m_shard);
     const auto genes = static_cast<std::size_t>(m_shard.num_genes);
+    if (request.transform == ElementTransform::None && request.column_max.empty()) {
+        // The common request (raw or row-scaled values): one gene's three sums side by
+        // side, so an entry touches one cache line of the lane's partial. The same
+        // additions in the same order as the general path below.
+        struct GeneSums {
+            double sum = 0.0;
+            double sum_squares = 0.0;
+            std::int64_t nnz = 0;
+        };
+        struct Partial {
+            std::int64_t rows = 0;
+            std::vector<GeneSums> genes;
+        };
+        auto make = [genes] { return Partial{0, std::vector<GeneSums>(genes)}; };
+        auto body = [&](Partial& partial, const RowRange& lane) {
+            for_rows_checked(m_shard, lane.begin, lane.end, ctx, [&](std::int64_t row) {
+                if (!request.row_mask.empty() && !request.row_mask[static_cast<std::size_t>(row)]) return;
+                ++partial.rows;
+                const double scale = request.row_scale.empty() ? 1.0 : request.row_scale[static_cast<std::size_t>(row)];
+                const auto end = m_shard.row_offsets[static_cast<std::size_t>(row) + 1];
+                for (auto entry = m_shard.row_offsets[static_cast<std::size_t>(row)]; entry < end; ++entry) {
+                    // float32(v * 1.0) is v: no scale is the same arithmetic.
+                    const double value = static_cast<float>(static_cast<double>(m_shard.values[static_cast<std::size_t>(entry)]) * scale);
+                    GeneSums& sums = partial.genes[static_cast<std::size_t>(m_shard.gene_indices[static_cast<std::size_t>(entry)])];
+                    sums.sum += value;
+                    sums.sum_squares += value * value;
+                    sums.nnz += value != 0.0 ? 1 : 0;
+                }
+            });
+        };
+        auto combine = [](Partial& total, const Partial& part) {
+            total.rows += part.rows;
+            for (std::size_t gene = 0; gene < total.genes.size(); ++gene) {
+                total.genes[gene].sum += part.genes[gene].sum;
+                total.genes[gene].sum_squares += part.genes[gene].sum_squares;
+                total.genes[gene].nnz += part.genes[gene].nnz;
+            }
+        };
+        const Partial total = reduce_lanes(m_shard, static_cast<std::int64_t>(genes) * 24, make, body, combine);
+        ColumnStats stats;
+        stats.num_rows = total.rows;
+        stats.sum.resize(genes);
+        stats.sum_squares.resize(genes);
+        stats.nnz.resize(genes);
+        for (std::size_t gene = 0; gene < genes; ++gene) {
+            stats.sum[gene] = total.genes[gene].sum;
+            stats.sum_squares[gene] = total.genes[gene].sum_squares;
+            stats.nnz[gene] = total.genes[gene].nnz;
+        }
+        return stats;
+    }
     auto make = [genes] {
         ColumnStats stats;
         stats.sum.assign(genes, 0.0);
@@ -322,34 +376,11 @@ GramResult CpuBackend::gram(GeneBlock genes, const Standardization& standardizat
     if (!standardization.clipped()) {
         // Z^T Z = D (X^T X - mu s^T - s mu^T + n mu mu^T) D with D = diag(inv_std) and s
         // the block's column sums: only the stored entries are visited.
-        auto body = [&](Partial& partial, const RowRange& lane) {
-            std::vector<std::int32_t> columns;
-            std::vector<double> values;
-            for_rows_checked(m_shard, lane.begin, lane.end, ctx, [&](std::int64_t row) {
-                ++partial.rows;
-                columns.clear();
-                values.clear();
-                for (auto entry = m_shard.row_offsets[static_cast<std::size_t>(row)];
-                     entry < m_shard.row_offsets[static_cast<std::size_t>(row) + 1]; ++entry) {
-                    const auto column = map[static_cast<std::size_t>(m_shard.gene_indices[static_cast<std::size_t>(entry)])];
-                    if (column < 0) continue;
-                    columns.push_back(column);
-                    values.push_back(m_shard.values[static_cast<std::size_t>(entry)]);
-                }
-                // Block columns increase along the row (genes are sorted and the map is
-                // monotone), so (a, b) with a <= b fills the upper triangle.
-                for (std::size_t a = 0; a < columns.size(); ++a) {
-                    const double value_a = values[a];
-                    partial.sums[static_cast<std::size_t>(columns[a])] += value_a;
-                    double* cross_row = partial.cross.data() + static_cast<std::size_t>(columns[a]) * block;
-                    for (std::size_t b = a; b < columns.size(); ++b) cross_row[columns[b]] += value_a * values[b];
-                }
-            });
-        };
-        const Partial total = reduce_lanes(m_shard, bytes, make, body, combine);
-        const double rows = static_cast<double>(total.rows);
-        result.num_rows = total.rows;
-        if (total.cross.empty()) return result;
+        // X^T X by panel pairs over the stored entries (backend/sparse_gram.cpp).
+        const detail::SparseGram total = detail::sparse_gram(m_shard, map, block_size, ctx);
+        result.num_rows = m_shard.num_rows();
+        const double rows = static_cast<double>(result.num_rows);
+        if (result.num_rows == 0 || block == 0) return result;
         for (std::size_t a = 0; a < block; ++a) {
             const double mean_a = standardization.mean[a];
             const double inv_a = standardization.inv_std[a];
@@ -423,19 +454,12 @@ DenseMatrix<double> CpuBackend::project(const ProjectionRequest& request, JobCon
     if (!standardization.clipped()) {
         // score = sum over stored x of x * inv_std * L  -  sum over genes of (mean * inv_std + center) * L.
         const auto projection = backend_detail::sparse_projection(request, block_size);
-        const std::vector<double>& weights = projection.weights;
-        const std::vector<double>& offset = projection.offset;
-        parallel_rows(m_shard, ctx, [&](std::int64_t row) {
-            auto out = scores.row(row);
-            for (std::size_t component = 0; component < width; ++component) out[component] = -offset[component];
-            for (auto entry = m_shard.row_offsets[static_cast<std::size_t>(row)];
-                 entry < m_shard.row_offsets[static_cast<std::size_t>(row) + 1]; ++entry) {
-                const auto column = map[static_cast<std::size_t>(m_shard.gene_indices[static_cast<std::size_t>(entry)])];
-                if (column < 0) continue;
-                const double value = m_shard.values[static_cast<std::size_t>(entry)];
-                const double* weight = weights.data() + static_cast<std::size_t>(column) * width;
-                for (std::size_t component = 0; component < width; ++component) out[component] += value * weight[component];
-            }
+        // Row blocks through the SIMD kernel (backend/project_kernel.cpp).
+        const std::int64_t rows = m_shard.num_rows();
+        tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, rows, 256), [&](const tbb::blocked_range<std::int64_t>& range) {
+            ctx.checkpoint();
+            detail::project_rows(m_shard, range.begin(), range.end(), map.data(), projection.weights.data(),
+                                 projection.offset.data(), components, scores.values().data());
         });
         return scores;
     }
@@ -498,32 +522,59 @@ CsrShard CpuBackend::columns_kept(std::span<const std::uint8_t> keep, JobContext
     std::int32_t kept = 0;
     for (std::size_t gene = 0; gene < keep.size(); ++gene)
         if (keep[gene]) renumber[gene] = kept++;
-    const auto rows = static_cast<std::size_t>(m_shard.num_rows());
+    const std::int64_t rows = m_shard.num_rows();
     CsrShard out;
     out.row_begin = m_shard.row_begin;
     out.num_genes = kept;
     std::vector<std::int64_t>& offsets = out.row_offsets;
-    offsets.assign(rows + 1, 0);
-    parallel_rows(m_shard, ctx, [&](std::int64_t row) {
-        std::int64_t count = 0;
-        for (auto entry = m_shard.row_offsets[static_cast<std::size_t>(row)];
-             entry < m_shard.row_offsets[static_cast<std::size_t>(row) + 1]; ++entry)
-            count += renumber[static_cast<std::size_t>(m_shard.gene_indices[static_cast<std::size_t>(entry)])] >= 0 ? 1 : 0;
-        offsets[static_cast<std::size_t>(row) + 1] = count;
+    offsets.assign(static_cast<std::size_t>(rows) + 1, 0);
+    // One pass over the shard: each block of rows keeps its entries in its own arrays
+    // (row counts into offsets), then the blocks are concatenated in order. Entries are
+    // compacted without a branch (written, then kept by advancing the cursor) into a
+    // scratch reused by the thread, and copied out at their kept size.
+    constexpr std::int64_t kBlockRows = 512;
+    const std::int64_t blocks = (rows + kBlockRows - 1) / kBlockRows;
+    struct Part {
+        std::vector<std::int32_t> gene_indices;
+        std::vector<float> values;
+    };
+    std::vector<Part> parts(static_cast<std::size_t>(blocks));
+    tbb::enumerable_thread_specific<Part> scratch;
+    tbb::parallel_for(std::int64_t{0}, blocks, [&](std::int64_t block) {
+        const std::int64_t begin = block * kBlockRows;
+        const std::int64_t end = std::min(rows, begin + kBlockRows);
+        const auto first = m_shard.row_offsets[static_cast<std::size_t>(begin)];
+        const auto entries = static_cast<std::size_t>(m_shard.row_offsets[static_cast<std::size_t>(end)] - first);
+        Part& buffer = scratch.local();
+        if (buffer.gene_indices.size() < entries) {
+            buffer.gene_indices.resize(entries);
+            buffer.values.resize(entries);
+        }
+        std::size_t cursor = 0;
+        for_rows_checked(m_shard, begin, end, ctx, [&](std::int64_t row) {
+            const std::size_t before = cursor;
+            for (auto entry = m_shard.row_offsets[static_cast<std::size_t>(row)];
+                 entry < m_shard.row_offsets[static_cast<std::size_t>(row) + 1]; ++entry) {
+                const auto gene = renumber[static_cast<std::size_t>(m_shard.gene_indices[static_cast<std::size_t>(entry)])];
+                buffer.gene_indices[cursor] = gene;
+                buffer.values[cursor] = m_shard.values[static_cast<std::size_t>(entry)];
+                cursor += gene >= 0 ? 1 : 0;
+            }
+            offsets[static_cast<std::size_t>(row) + 1] = static_cast<std::int64_t>(cursor - before);
+        });
+        Part& part = parts[static_cast<std::size_t>(block)];
+        part.gene_indices.assign(buffer.gene_indices.begin(), buffer.gene_indices.begin() + static_cast<std::ptrdiff_t>(cursor));
+        part.values.assign(buffer.values.begin(), buffer.values.begin() + static_cast<std::ptrdiff_t>(cursor));
     });
-    for (std::size_t row = 0; row < rows; ++row) offsets[row + 1] += offsets[row];
+    for (std::size_t row = 0; row < static_cast<std::size_t>(rows); ++row) offsets[row + 1] += offsets[row];
     out.gene_indices.resize(static_cast<std::size_t>(offsets.back()));
     out.values.resize(static_cast<std::size_t>(offsets.back()));
-    parallel_rows(m_shard, ctx, [&](std::int64_t row) {
-        auto position = offsets[static_cast<std::size_t>(row)];
-        for (auto entry = m_shard.row_offsets[static_cast<std::size_t>(row)];
-             entry < m_shard.row_offsets[static_cast<std::size_t>(row) + 1]; ++entry) {
-            const auto gene = renumber[static_cast<std::size_t>(m_shard.gene_indices[static_cast<std::size_t>(entry)])];
-            if (gene < 0) continue;
-            out.gene_indices[static_cast<std::size_t>(position)] = gene;
-            out.values[static_cast<std::size_t>(position)] = m_shard.values[static_cast<std::size_t>(entry)];
-            ++position;
-        }
+    tbb::parallel_for(std::int64_t{0}, blocks, [&](std::int64_t block) {
+        Part& part = parts[static_cast<std::size_t>(block)];
+        const auto position = static_cast<std::ptrdiff_t>(offsets[static_cast<std::size_t>(block * kBlockRows)]);
+        std::copy(part.gene_indices.begin(), part.gene_indices.end(), out.gene_indices.begin() + position);
+        std::copy(part.values.begin(), part.values.end(), out.values.begin() + position);
+        part = Part{};
     });
     return out;
 }

@@ -110,6 +110,7 @@ void run_streamed_preprocess(Engine::State& state, const LoadedData& data, const
     }
     cache.n_counts_all = stats.qc.total_counts;
     cache.normalized.reset();
+    cache.zheng17.reset();
     cache.streamed_means = std::move(means);
     cache.streamed_variances = std::move(variances);
 }
@@ -123,15 +124,19 @@ void run_preprocess(Engine::State& state, const LoadedData& data, const Pipeline
     std::vector<std::int64_t> cells = iota_rows(data.raw.num_cells());
     std::vector<std::int64_t> genes = iota_rows(data.raw.num_genes());
     cache.n_counts_all.clear();
+    cache.zheng17.reset();
     if (settings.recipe == "zheng17" && settings.min_counts_per_cell <= 0.0) {
-        // recipe_zheng17, first part, straight from the raw shards into a copy of the
-        // kept genes: filter_genes(min_counts=1); normalize_total(key_added='n_counts_all').
+        // recipe_zheng17 up to the dispersion statistics, on the raw shards and without a
+        // normalised copy: filter_genes(min_counts=1) and the cell totals from the QC
+        // (the recipe needs integer counts, see run_pipeline); the scale step copies
+        // only the HVG columns.
+        cache.normalized.reset();
         std::lock_guard lock(data.raw_mutex);
-        const Zheng17Preprocessed pre = zheng17_preprocess(data.raw, shards, zheng17_options(settings, data), ctx);
-        cache.normalized = std::move(shards);
+        Zheng17Moments moments = zheng17_moments(data.raw, zheng17_options(settings, data), ctx, &data.qc);
         cache.kept_cells = std::move(cells);
-        cache.kept_genes = compose(genes, pre.gene_filter.keep);
-        cache.n_counts_all = pre.normalization.counts_per_cell;
+        cache.kept_genes = compose(genes, moments.gene_filter.keep);
+        cache.n_counts_all = moments.normalization.counts_per_cell;
+        cache.zheng17 = std::move(moments);
         return;
     }
     {
@@ -191,7 +196,11 @@ void run_hvg(Engine::State& state, const LoadedData& data, const PipelineSetting
         options = SeuratRecipeOptions{}.hvg;
     }
     options.num_top_genes = settings.num_top_genes;
-    if (cache.normalized) {
+    if (cache.zheng17) {
+        ctx.begin_stage("highly_variable_genes");
+        cache.hvg = highly_variable_genes(cache.zheng17->normalized_stats, static_cast<std::int64_t>(cache.kept_cells.size()),
+                                          options);
+    } else if (cache.normalized) {
         validate(options, cache.normalized->shape());
         cache.hvg = highly_variable_genes(*cache.normalized, options, ctx);
     } else {
@@ -225,8 +234,14 @@ void run_scale(Engine::State& state, const LoadedData& data, const PipelineSetti
         return;
     }
     // The HVG columns only: the other genes are never copied.
-    ShardSet block = settings.recipe != "none" ? cache.normalized->clone_columns(cache.hvg.highly_variable, ctx)
-                                               : cache.normalized->clone();
+    ShardSet block;
+    if (cache.zheng17) {
+        std::lock_guard lock(data.raw_mutex);
+        block = zheng17_hvg_block(data.raw, *cache.zheng17, cache.hvg, ctx);
+    } else {
+        block = settings.recipe != "none" ? cache.normalized->clone_columns(cache.hvg.highly_variable, ctx)
+                                          : cache.normalized->clone();
+    }
     std::vector<std::int64_t> cells = cache.kept_cells;
     ScaleOptions scale_options;
     if (settings.recipe != "none") {

@@ -130,6 +130,44 @@ TEST(Pca, BlockKrylovMatchesExactAndIsSeedDeterministic) {
     EXPECT_EQ(again.variance, krylov.variance);
 }
 
+TEST(Pca, LanczosMatchesExactIsSeedDeterministicAndIsTheAutoChoiceForFewComponents) {
+    const auto whole = step_counts(45, 500, 160);
+    auto shards = simulated_set(whole, 3);
+    JobContext ctx;
+    log1p(shards, ctx);
+    const auto scaling = scale(shards, ScaleOptions{}, ctx);
+    PcaOptions exact_options;
+    exact_options.num_components = 15;
+    exact_options.solver = PcaSolver::Exact;
+    PcaOptions lanczos_options = exact_options;
+    lanczos_options.solver = PcaSolver::Lanczos;
+    lanczos_options.seed = 3;
+    const auto exact = pca(shards, scaling, exact_options, ctx);
+    const auto lanczos = pca(shards, scaling, lanczos_options, ctx);
+    EXPECT_FALSE(lanczos.exact_solver) << "did not converge; fell back to the exact solver";
+    EXPECT_GE(lanczos.iterations, 1);
+    for (std::size_t component = 0; component < 15; ++component)
+        EXPECT_NEAR(lanczos.variance[component], exact.variance[component], 1e-9 * exact.variance[0]);
+    for (std::int64_t component = 0; component < 15; ++component) {
+        double dot = 0, a = 0, b = 0;
+        for (std::int64_t cell = 0; cell < exact.scores.rows(); ++cell) {
+            dot += static_cast<double>(exact.scores(cell, component)) * lanczos.scores(cell, component);
+            a += static_cast<double>(exact.scores(cell, component)) * exact.scores(cell, component);
+            b += static_cast<double>(lanczos.scores(cell, component)) * lanczos.scores(cell, component);
+        }
+        EXPECT_GT(dot / std::sqrt(a * b), 1 - 1e-6) << component << " (same svd_flip sign expected)";
+    }
+    const auto again = pca(shards, scaling, lanczos_options, ctx);
+    EXPECT_EQ(again.scores, lanczos.scores);
+    EXPECT_EQ(again.variance, lanczos.variance);
+    // Auto: Lanczos for 15 of 160 genes (a 35-vector Krylov space), exact for 50 of 160.
+    PcaOptions automatic;
+    automatic.num_components = 15;
+    EXPECT_FALSE(pca(shards, scaling, automatic, ctx).exact_solver);
+    automatic.num_components = 50;
+    EXPECT_TRUE(pca(shards, scaling, automatic, ctx).exact_solver);
+}
+
 TEST(Pca, CapsComponentsAndValidates) {
     const auto whole = step_counts(43, 30, 10);
     const auto shards = simulated_set(whole, 2);

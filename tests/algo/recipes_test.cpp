@@ -112,6 +112,52 @@ TEST(Recipes, Zheng17InPartsEqualsWhole) {
     EXPECT_EQ(full.kept_cells.size(), static_cast<std::size_t>(whole.num_rows())) << "normalize_total keeps every cell";
 }
 
+TEST(Recipes, Zheng17MomentsEqualTheNormalisedCopyWithOrWithoutTheQc) {
+    const auto whole = recipe_counts(57);
+    const auto options = zheng17_options();
+    auto raw = simulated_set(whole, 3);
+    JobContext ctx;
+    const Zheng17Moments passes = zheng17_moments(raw, options, ctx);
+    std::vector<std::string> names;
+    for (std::int64_t gene = 0; gene < raw.num_genes(); ++gene) names.push_back("G" + std::to_string(gene));
+    const QcResult qc = calculate_qc_metrics(raw, names, QcOptions{}, ctx);
+    const Zheng17Moments from_qc = zheng17_moments(raw, options, ctx, &qc);
+    ASSERT_GT(passes.gene_filter.num_removed, 0) << "the simulation has all-zero genes to filter";
+
+    // The normalised copy the moments stand for: filter, normalise, column statistics.
+    auto copy = simulated_set(whole, 3);
+    const auto pre = zheng17_preprocess(copy, options, ctx);
+    const ColumnStats stats = copy.column_stats({}, ctx);
+    for (const Zheng17Moments* moments : {&passes, &from_qc}) {
+        EXPECT_EQ(moments->gene_filter.keep, pre.gene_filter.keep);
+        EXPECT_EQ(moments->normalization.counts_per_cell, pre.normalization.counts_per_cell);
+        EXPECT_EQ(moments->normalization.target_sum, pre.normalization.target_sum);
+        EXPECT_EQ(moments->normalization.factors, pre.normalization.factors);
+        EXPECT_EQ(moments->normalized_stats.num_rows, stats.num_rows);
+        EXPECT_EQ(moments->normalized_stats.sum, stats.sum);
+        EXPECT_EQ(moments->normalized_stats.sum_squares, stats.sum_squares);
+        EXPECT_EQ(moments->normalized_stats.nnz, stats.nnz);
+    }
+    // The HVG block copied from the raw shards equals the normalised copy's columns.
+    const HvgResult hvg = zheng17_select(passes, raw.num_cells(), options);
+    EXPECT_EQ(hvg.highly_variable, highly_variable_genes(copy, zheng17_hvg_options(options), ctx).highly_variable);
+    const ShardSet block = zheng17_hvg_block(raw, passes, hvg, ctx);
+    const ShardSet expected = copy.clone_columns(hvg.highly_variable, ctx);
+    ASSERT_EQ(block.num_shards(), expected.num_shards());
+    for (int shard = 0; shard < block.num_shards(); ++shard) {
+        const CsrShard ours = block.shard(shard).to_host(), theirs = expected.shard(shard).to_host();
+        EXPECT_EQ(ours.row_offsets, theirs.row_offsets);
+        EXPECT_EQ(ours.gene_indices, theirs.gene_indices);
+        EXPECT_EQ(ours.values, theirs.values);
+    }
+    EXPECT_EQ(raw.nnz(), whole.nnz()) << "the raw shards are left unchanged";
+
+    // A QC of another matrix is refused.
+    QcResult other = qc;
+    other.total_counts.pop_back();
+    EXPECT_THROW(zheng17_moments(raw, options, ctx, &other), std::invalid_argument);
+}
+
 TEST(Recipes, SeuratRecipeRunsAndAgreesAcrossShards) {
     const auto whole = recipe_counts(54);
     SeuratRecipeOptions options;

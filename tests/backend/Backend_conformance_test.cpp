@@ -6,6 +6,8 @@
 #include <cstring>
 #include <optional>
 
+#include <tbb/global_control.h>
+
 #include "tests/backend/backends.hpp"
 #include "tests/support/simulate.hpp"
 
@@ -297,6 +299,56 @@ TEST_P(BackendConformance, GramOverAllGenesWithEmptyBlock) {
     std::vector<double> two(2, 1.0);
     EXPECT_THROW(backend->gram(unsorted, Standardization{two, two, {}, {}}, ctx), std::invalid_argument);
     EXPECT_THROW(backend->gram({}, Standardization{two, two, {}, {}}, ctx), std::invalid_argument);
+}
+
+TEST_P(BackendConformance, GramOfAWideBlockMatchesDenseAndIgnoresTheThreadCount) {
+    // Wider than a few cache panels of the CPU Gram (256 columns), the last one narrow;
+    // every gene, then every other gene as the block.
+    SimulationOptions options;
+    options.num_cells = 300;
+    options.num_genes = 700;
+    options.density = 0.3;
+    options.integer_counts = false;
+    options.seed = 61;
+    const auto shard = simulate_counts(options);
+    const auto dense = to_dense(shard);
+    const auto backend = make(shard);
+    std::vector<std::int32_t> every_other;
+    for (std::int32_t gene = 1; gene < 700; gene += 2) every_other.push_back(gene);
+    for (const bool all_genes : {true, false}) {
+        std::vector<std::int32_t> genes = every_other;
+        if (all_genes) {
+            genes.clear();
+            for (std::int32_t gene = 0; gene < 700; ++gene) genes.push_back(gene);
+        }
+        const auto block = static_cast<std::int64_t>(genes.size());
+        std::vector<double> mean(genes.size()), inv_std(genes.size());
+        for (std::size_t column = 0; column < genes.size(); ++column) {
+            mean[column] = 0.1 + 0.01 * static_cast<double>(column % 7);
+            inv_std[column] = 0.5 + 0.1 * static_cast<double>(column % 5);
+        }
+        const Standardization standardization{mean, inv_std, {}, {}};
+        const GeneBlock requested = all_genes ? GeneBlock{} : GeneBlock{genes};
+        const auto result = backend->gram(requested, standardization, ctx);
+        const auto z = dense_z(dense, genes, mean, inv_std, {}, {});
+        ASSERT_EQ(result.gram.rows(), block);
+        double worst = 0;
+        for (std::int64_t a = 0; a < block; ++a) {
+            double column_sum = 0;
+            for (std::int64_t row = 0; row < z.rows(); ++row) column_sum += z(row, a);
+            EXPECT_NEAR(result.column_sums[static_cast<std::size_t>(a)], column_sum, 1e-9 * (1 + std::abs(column_sum)));
+            for (std::int64_t b = 0; b < block; ++b) {
+                double cross = 0;
+                for (std::int64_t row = 0; row < z.rows(); ++row) cross += z(row, a) * z(row, b);
+                worst = std::max(worst, std::abs(result.gram(a, b) - cross) / (1 + std::abs(cross)));
+            }
+        }
+        EXPECT_LE(worst, 1e-9) << (all_genes ? "every gene" : "every other gene");
+        tbb::global_control one_thread(tbb::global_control::max_allowed_parallelism, 1);
+        const auto single = backend->gram(requested, standardization, ctx);
+        EXPECT_EQ(single.gram, result.gram) << "the thread count changed the Gram matrix";
+        EXPECT_EQ(single.column_sums, result.column_sums);
+    }
 }
 
 TEST_P(BackendConformance, ProjectMatchesDense) {

@@ -15,6 +15,7 @@
 #include "core/algo/normalize.hpp"
 #include "core/algo/pca.hpp"
 #include "core/algo/qc.hpp"
+#include "core/algo/recipes.hpp"
 #include "core/algo/scale.hpp"
 #include "core/backend/ShardSet.hpp"
 #include "core/data/Dataset.hpp"
@@ -51,6 +52,9 @@ struct StageCache {
     // Preprocessing (recipe up to, not including, HVG selection).
     std::optional<std::string> preprocess_key;
     std::optional<ShardSet> normalized;          ///< filtered + normalised (non-log) matrix
+    /// zheng17 in memory without a cell pre-filter: no normalised copy; the HVG statistics
+    /// and factors to copy the HVG block from the raw shards.
+    std::optional<Zheng17Moments> zheng17;
     std::vector<std::int64_t> kept_cells;        ///< raw cell index of every row of `normalized`
     std::vector<std::int64_t> kept_genes;        ///< raw gene index of every column of `normalized`
     std::vector<double> n_counts_all;            ///< per kept cell: totals before normalising (zheng17)
