@@ -12,6 +12,7 @@
 #include "core/algo/filter.hpp"
 #include "core/algo/hvg.hpp"
 #include "core/algo/neighbors.hpp"
+#include "core/algo/umap.hpp"
 #include "core/algo/normalize.hpp"
 #include "core/algo/pca.hpp"
 #include "core/algo/qc.hpp"
@@ -71,8 +72,13 @@ struct StageCache {
     PcaResult pca;
     std::optional<std::string> neighbors_key;
     NeighborsResult neighbors;
+    std::uint64_t neighbors_seed = 0;            ///< settings behind `neighbors`
+    bool neighbors_deterministic = false;
     std::optional<std::string> umap_key;
     DenseMatrix<float> umap;
+    UmapCurve umap_curve;                        ///< a, b used by the UMAP in `umap`
+    bool umap_deterministic = false;             ///< the UMAP ran its deterministic SGD
+    std::uint64_t umap_seed = 0;
     std::optional<std::string> leiden_key;
     std::vector<std::int32_t> leiden;
     double modularity = 0.0;                     ///< of the Leiden labels (resolution applied)
