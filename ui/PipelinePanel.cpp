@@ -67,7 +67,7 @@ const std::vector<FieldSpec>& field_table() {
         {"random_state", "random_state", &PipelineSettings::seed, 0, 2147483647.0, 1, 0, {},
          "seed of every randomised step"},
         {"deterministic", "deterministic", &PipelineSettings::deterministic, 0, 0, 1, 0, {},
-         "bit-for-bit reproducible kNN graph and UMAP for a seed at any thread or shard count (slower)"},
+         "bit-for-bit reproducible kNN graph and UMAP for a seed at any thread count (slower)"},
     };
     return table;
 }
