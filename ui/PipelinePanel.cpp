@@ -66,6 +66,8 @@ const std::vector<FieldSpec>& field_table() {
          {{"t-test", "t-test"}, {"wilcoxon", "wilcoxon"}, {"", "none"}}, "sc.tl.rank_genes_groups method"},
         {"random_state", "random_state", &PipelineSettings::seed, 0, 2147483647.0, 1, 0, {},
          "seed of every randomised step"},
+        {"deterministic", "deterministic", &PipelineSettings::deterministic, 0, 0, 1, 0, {},
+         "bit-for-bit reproducible kNN graph and UMAP for a seed at any thread count (slower)"},
     };
     return table;
 }

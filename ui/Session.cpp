@@ -32,6 +32,7 @@ json to_json(const PipelineSettings& settings) {
             {"resolution", settings.resolution},
             {"markers", settings.markers},
             {"seed", settings.seed},
+            {"deterministic", settings.deterministic},
             {"min_counts_per_cell", settings.min_counts_per_cell}};
 }
 
@@ -207,6 +208,7 @@ SessionState load_session(const QString& path) {
     reader.read(pipeline, "/pipeline", "resolution", settings.resolution);
     reader.read(pipeline, "/pipeline", "markers", settings.markers);
     reader.read(pipeline, "/pipeline", "seed", settings.seed);
+    reader.read(pipeline, "/pipeline", "deterministic", settings.deterministic);
     reader.read(pipeline, "/pipeline", "min_counts_per_cell", settings.min_counts_per_cell);
     try {
         settings.validate();

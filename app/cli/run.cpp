@@ -129,6 +129,9 @@ void add_run_command(CLI::App& app, int& exit_code) {
     command->add_option("--markers", args->markers, "marker genes per Leiden cluster: t-test or wilcoxon")
         ->check(CLI::IsMember({"t-test", "wilcoxon"}));
     command->add_option("--seed", args->settings.seed, "random seed of every randomised step")->default_str("0");
+    command->add_flag("--deterministic", args->settings.deterministic,
+                      "bit-for-bit reproducible kNN graph and UMAP for a seed at any thread count "
+                      "(single-threaded HNSW build, deterministic UMAP SGD; slower)");
     command->add_flag("--no-matrix", args->no_matrix, "omit X from the output (annotations only)");
     command->add_option("--report", args->report, "write per-step wall time, CPU time and peak RSS as JSON");
     command->add_option("--export-csv", args->export_csv,

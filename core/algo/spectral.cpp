@@ -110,6 +110,51 @@ private:
     std::vector<double> m_scale;
 };
 
+/// Dense steps of the solver on the n x m Krylov basis, split into fixed blocks of rows
+/// run in parallel (Eigen's own products are single-threaded). Blocks do not depend on
+/// the number of threads and partial sums are added in block order, so the results are
+/// the same for any thread count.
+constexpr std::int64_t kRowBlock = 8192;
+
+std::int64_t num_row_blocks(std::int64_t rows) { return (rows + kRowBlock - 1) / kRowBlock; }
+
+/// V^T w for the columns of `basis` (n x c).
+Vector project_onto(const Eigen::Ref<const Matrix>& basis, const Vector& w) {
+    const std::int64_t rows = basis.rows();
+    const std::int64_t blocks = num_row_blocks(rows);
+    Matrix partials(basis.cols(), blocks);
+    tbb::parallel_for(std::int64_t{0}, blocks, [&](std::int64_t block) {
+        const std::int64_t begin = block * kRowBlock;
+        const std::int64_t count = std::min(kRowBlock, rows - begin);
+        partials.col(block).noalias() = basis.middleRows(begin, count).transpose() * w.segment(begin, count);
+    });
+    Vector total = Vector::Zero(basis.cols());
+    for (std::int64_t block = 0; block < blocks; ++block) total += partials.col(block);
+    return total;
+}
+
+/// w -= V c.
+void subtract_combination(const Eigen::Ref<const Matrix>& basis, const Vector& coefficients, Vector& w) {
+    const std::int64_t rows = basis.rows();
+    tbb::parallel_for(std::int64_t{0}, num_row_blocks(rows), [&](std::int64_t block) {
+        const std::int64_t begin = block * kRowBlock;
+        const std::int64_t count = std::min(kRowBlock, rows - begin);
+        w.segment(begin, count).noalias() -= basis.middleRows(begin, count) * coefficients;
+    });
+}
+
+/// V R (n x c times c x r), row blocks in parallel.
+Matrix combine_columns(const Eigen::Ref<const Matrix>& basis, const Eigen::Ref<const Matrix>& combination) {
+    const std::int64_t rows = basis.rows();
+    Matrix out(rows, combination.cols());
+    tbb::parallel_for(std::int64_t{0}, num_row_blocks(rows), [&](std::int64_t block) {
+        const std::int64_t begin = block * kRowBlock;
+        const std::int64_t count = std::min(kRowBlock, rows - begin);
+        out.middleRows(begin, count).noalias() = basis.middleRows(begin, count) * combination;
+    });
+    return out;
+}
+
 /// The `count` smallest-eigenvalue eigenvectors of the normalised Laplacian,
 /// eigenvalue order, as columns.
 struct Eigenvectors {
@@ -139,10 +184,10 @@ Eigenvectors largest_eigenvectors(std::int64_t n, const Operator& apply, int wan
             ctx.checkpoint();
             apply(basis.col(column).data(), w.data());
             const auto previous = basis.leftCols(column + 1);
-            Vector coefficients = previous.transpose() * w;
-            w.noalias() -= previous * coefficients;
-            const Vector correction = previous.transpose() * w;  // second Gram-Schmidt pass (DGKS)
-            w.noalias() -= previous * correction;
+            Vector coefficients = project_onto(previous, w);
+            subtract_combination(previous, coefficients, w);
+            const Vector correction = project_onto(previous, w);  // second Gram-Schmidt pass (DGKS)
+            subtract_combination(previous, correction, w);
             coefficients += correction;
             projected.col(column).head(column + 1) = coefficients;
             beta = w.norm();
@@ -173,7 +218,7 @@ Eigenvectors largest_eigenvectors(std::int64_t n, const Operator& apply, int wan
         for (int index = 0; index < wanted; ++index)
             converged = converged && std::fabs(beta * ritz(m - 1, index)) <= tolerance;
         if (converged || restart >= max_restarts) {
-            result.vectors = basis.leftCols(m) * ritz.leftCols(wanted);
+            result.vectors = combine_columns(basis.leftCols(m), ritz.leftCols(wanted));
             result.converged = converged;
             result.restarts = restart;
             return result;
@@ -181,7 +226,7 @@ Eigenvectors largest_eigenvectors(std::int64_t n, const Operator& apply, int wan
         ctx.report(static_cast<double>(restart + 1) / static_cast<double>(max_restarts + 1));
         // Thick restart: keep the best `kept` Ritz vectors and the residual direction.
         kept = std::clamp(wanted + (m - wanted) / 2, wanted + 1, m - 1);
-        const Matrix kept_vectors = basis.leftCols(m) * ritz.leftCols(kept);
+        const Matrix kept_vectors = combine_columns(basis.leftCols(m), ritz.leftCols(kept));
         const Vector residual = basis.col(m);
         basis.leftCols(kept) = kept_vectors;
         basis.col(kept) = residual;

@@ -280,9 +280,13 @@ void run_neighbors(Engine::State& state, const PipelineSettings& settings, JobCo
     options.knn.num_neighbors = settings.num_neighbors;
     options.knn.seed = settings.seed;
     options.knn.num_partitions = std::max(1, cache.hvg_block->num_shards());
+    // Parallel HNSW insertion makes the graph depend on thread timing.
+    options.knn.hnsw_parallel_build = !settings.deterministic;
     options.knn.accelerated_exact = accelerated_knn(state.config.device_provider.get(), *cache.hvg_block);
     validate(options, cache.pca.scores.rows(), cache.pca.scores.cols());
     cache.neighbors = neighbors(cache.pca.scores, options, ctx);
+    cache.neighbors_seed = settings.seed;
+    cache.neighbors_deterministic = settings.deterministic;
 }
 
 void run_umap(Engine::State& state, const PipelineSettings& settings, JobContext& ctx) {
@@ -294,6 +298,7 @@ void run_umap(Engine::State& state, const PipelineSettings& settings, JobContext
     options.num_epochs = settings.umap_epochs;
     options.num_components = settings.umap_components;
     options.seed = settings.seed;
+    if (settings.deterministic) options.parallelism = UmapParallelism::Deterministic;
     // Intermediate embeddings go to the plot while the SGD runs.
     int total_epochs = 0;
     options.on_epoch = [&state, &total_epochs, &ctx](int epoch, const DenseMatrix<float>& embedding) {
@@ -312,6 +317,9 @@ void run_umap(Engine::State& state, const PipelineSettings& settings, JobContext
     UmapResult result = umap(cache.neighbors.connectivities, cache.pca.scores, options, ctx);
     state.publish_frame(result.num_epochs, result.num_epochs, true, result.embedding);
     cache.umap = std::move(result.embedding);
+    cache.umap_curve = result.curve;
+    cache.umap_deterministic = options.parallelism == UmapParallelism::Deterministic;
+    cache.umap_seed = settings.seed;
 }
 
 void run_leiden(Engine::State& state, const PipelineSettings& settings, JobContext& ctx) {
@@ -383,9 +391,10 @@ void run_pipeline(Engine::State& state, const PipelineSettings& settings, JobCon
     const std::string hvg_key = key_of(preprocess_key, join_key(settings.num_top_genes));
     const std::string scale_key = key_of(hvg_key, "scale");
     const std::string pca_key = key_of(scale_key, join_key(settings.num_pcs));
-    const std::string neighbors_key = key_of(pca_key, join_key(settings.num_neighbors, settings.seed));
+    const std::string neighbors_key = key_of(pca_key, join_key(settings.num_neighbors, settings.seed, settings.deterministic));
     const std::string umap_key = key_of(neighbors_key, join_key(settings.min_dist, settings.spread, settings.umap_epochs,
-                                                                settings.umap_components, settings.seed));
+                                                                settings.umap_components, settings.seed,
+                                                                settings.deterministic));
     const std::string leiden_key = key_of(neighbors_key, join_key(settings.resolution, settings.seed));
 
     bool changed = false;
@@ -623,6 +632,16 @@ Dataset export_dataset(const Engine::State& state, const LoadedData& data, const
         params["n_neighbors"] = UnsNode::leaf(static_cast<std::int64_t>(cache.neighbors.knn.graph.num_neighbors));
         params["method"] = UnsNode::leaf(std::string("umap"));
         params["metric"] = UnsNode::leaf(std::string("euclidean"));
+        params["random_state"] = UnsNode::leaf(static_cast<std::int64_t>(cache.neighbors_seed));
+        params["deterministic"] = UnsNode::leaf(cache.neighbors_deterministic);
+    }
+    if (cache.umap_key) {
+        // scanpy's uns['umap']['params'] (a, b), plus the seed and the SGD mode.
+        auto& params = out.uns["umap"]["params"];
+        params["a"] = UnsNode::leaf(cache.umap_curve.a);
+        params["b"] = UnsNode::leaf(cache.umap_curve.b);
+        params["random_state"] = UnsNode::leaf(static_cast<std::int64_t>(cache.umap_seed));
+        params["deterministic"] = UnsNode::leaf(cache.umap_deterministic);
     }
     if (cache.leiden_key) {
         // scanpy's uns['leiden']['params'], plus the modularity of the labels.

@@ -24,6 +24,13 @@ struct PipelineSettings {
     double resolution = 1.0;
     std::string markers = "t-test";  ///< "t-test", "wilcoxon" or "" (skip)
     std::uint64_t seed = 0;          ///< random_state of every randomised step
+    /// Bit-for-bit reproducible neighbours and UMAP for a seed, whatever the number of
+    /// threads: the HNSW index is built by one thread (queries stay parallel) and UMAP
+    /// runs its deterministic SGD (UmapParallelism::Deterministic) instead of Hogwild.
+    /// Slower. The kNN graph and UMAP of one PCA are also the same at any number of
+    /// shards, but the PCA's reductions over shards round differently for different
+    /// shard counts, so bit-identity across cpu:N needs the same N.
+    bool deterministic = false;
     double min_counts_per_cell = 0;  ///< optional pre-filter (sc.pp.filter_cells(min_counts))
 
     /// Throws std::invalid_argument naming the field ("PipelineSettings::num_pcs must be >= 1").

@@ -330,22 +330,26 @@ TEST_P(ScanpyUmap, TrustworthinessAtLeastScanpys) {
     const auto reference = read_matrix(folder / "X_umap.npy");
     JobContext ctx;
     const auto graph = neighbors(points, NeighborsOptions{}, ctx).connectivities;
-    // scanpy defaults (500 epochs up to 10k cells, random_state 0); the deterministic
-    // mode makes the outcome independent of thread timing, so the test cannot flake.
-    // (Over seeds, our trustworthiness varies with sd ~0.002-0.004, as umap's does.)
-    UmapOptions options;
-    options.parallelism = UmapParallelism::Deterministic;
-    const auto start = std::chrono::steady_clock::now();
-    const auto result = umap(graph, points, options, ctx);
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    ASSERT_TRUE(all_finite(result.embedding));
-    const double ours = test::trustworthiness(points, result.embedding, 15);
     const double theirs = test::trustworthiness(points, reference, 15);
-    std::printf("[umap] %s: n=%lld epochs=%d edges=%lld components=%d trustworthiness ours=%.4f scanpy=%.4f "
-                "time=%.2fs\n",
-                GetParam(), static_cast<long long>(points.rows()), result.num_epochs,
-                static_cast<long long>(result.num_edges), result.num_graph_components, ours, theirs, seconds);
-    EXPECT_GE(ours, theirs - 0.01);
+    // scanpy defaults (500 epochs up to 10k cells, random_state 0). The deterministic
+    // mode's outcome does not depend on thread timing; the default (Hogwild) mode's
+    // does, and its margin to the bound is several standard deviations (over seeds,
+    // our trustworthiness varies with sd ~0.002-0.004, as umap's does).
+    for (const auto mode : {UmapParallelism::Deterministic, UmapParallelism::Hogwild}) {
+        UmapOptions options;
+        options.parallelism = mode;
+        const auto start = std::chrono::steady_clock::now();
+        const auto result = umap(graph, points, options, ctx);
+        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        const char* mode_name = mode == UmapParallelism::Deterministic ? "deterministic" : "hogwild";
+        ASSERT_TRUE(all_finite(result.embedding)) << mode_name;
+        const double ours = test::trustworthiness(points, result.embedding, 15);
+        std::printf("[umap] %s %s: n=%lld epochs=%d edges=%lld components=%d trustworthiness ours=%.4f scanpy=%.4f "
+                    "time=%.2fs\n",
+                    GetParam(), mode_name, static_cast<long long>(points.rows()), result.num_epochs,
+                    static_cast<long long>(result.num_edges), result.num_graph_components, ours, theirs, seconds);
+        EXPECT_GE(ours, theirs - 0.01) << mode_name;
+    }
 }
 
 // n_components = 3 (the 3-D view): the spectral init and the SGD run in three dimensions,

@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "core/io/RowSource.hpp"
 #include "tests/support/paths.hpp"
 #include "tests/support/python.hpp"
 
@@ -144,6 +145,31 @@ assert np.all(u.std(axis=0) > 0.5), u.std(axis=0)
 print('ok')
 )", {out});
     EXPECT_EQ(check.exit_code, 0) << check.output;
+}
+
+// --deterministic: the same kNN graph and X_umap on one CPU (taskset) as on all of
+// them, above 8,192 cells where the kNN search is the approximate one; the flag is
+// recorded in uns.
+TEST(CliRun, DeterministicRunsAreBitIdenticalOnOneAndOnAllCpus) {
+    if (run_command("taskset -c 0 true 2>&1").exit_code != 0) GTEST_SKIP() << "taskset (util-linux) is not available";
+    const auto folder = test::temp_dir("cli-run-deterministic");
+    const std::string input = synthetic_input(10500);
+    std::vector<Dataset> outputs;
+    for (const std::string prefix : {"taskset -c 0 ", ""}) {
+        const auto out = (folder / ("run" + std::to_string(outputs.size()) + ".h5ad")).string();
+        const auto result = run_command(prefix + cli + " run " + shell_quote(input) +
+                                        " --recipe zheng17 --n-top-genes 300 --n-pcs 20 --neighbors 15 --umap"
+                                        " --deterministic --seed 5 --devices cpu:2 --no-matrix --out " +
+                                        shell_quote(out) + " 2>&1");
+        ASSERT_EQ(result.exit_code, 0) << result.output;
+        outputs.push_back(io::open_dataset(out).meta);
+    }
+    const auto& params = outputs[0].uns.children.at("umap").children.at("params").children;
+    EXPECT_EQ(std::get<bool>(params.at("deterministic").value), true);
+    EXPECT_EQ(std::get<std::int64_t>(params.at("random_state").value), 5);
+    EXPECT_EQ(outputs[1].obsm.at("X_umap").values(), outputs[0].obsm.at("X_umap").values());
+    EXPECT_EQ(outputs[1].obsp.at("connectivities").values, outputs[0].obsp.at("connectivities").values);
+    EXPECT_EQ(outputs[1].obsp.at("connectivities").gene_indices, outputs[0].obsp.at("connectivities").gene_indices);
 }
 
 TEST(CliRun, BadInputAndBadOptionsGiveTheDocumentedExitCodes) {

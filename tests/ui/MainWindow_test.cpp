@@ -83,9 +83,14 @@ TEST(PipelinePanel, FieldsAreGeneratedFromThePipelineSettingsDefaults) {
     EXPECT_EQ(shown.run_umap, defaults.run_umap);
     EXPECT_EQ(shown.markers, defaults.markers);
     EXPECT_EQ(shown.seed, defaults.seed);
+    EXPECT_EQ(shown.deterministic, defaults.deterministic);
     EXPECT_EQ(panel.devices().toStdString(), EngineConfig{}.devices);
-    for (const char* key : {"recipe", "n_top_genes", "n_pcs", "n_neighbors", "min_dist", "resolution", "devices"})
+    for (const char* key : {"recipe", "n_top_genes", "n_pcs", "n_neighbors", "min_dist", "resolution", "deterministic", "devices"})
         EXPECT_NE(panel.fieldEditor(QString::fromUtf8(key)), nullptr) << key;
+    auto* deterministic = qobject_cast<QCheckBox*>(panel.fieldEditor(QStringLiteral("deterministic")));
+    ASSERT_NE(deterministic, nullptr);
+    deterministic->setChecked(!defaults.deterministic);
+    EXPECT_EQ(panel.settings().deterministic, !defaults.deterministic);
     auto* genes = qobject_cast<QSpinBox*>(panel.fieldEditor(QStringLiteral("n_top_genes")));
     ASSERT_NE(genes, nullptr);
     EXPECT_EQ(genes->value(), defaults.num_top_genes);
@@ -290,6 +295,9 @@ TEST(MainWindow, ThreeDimensionalUmapInTheThreeDView) {
     PipelineSettings settings{};
     settings.umap_epochs = 100;
     settings.markers = "";
+    // The same kNN graph and layout on every run and thread count, so that the pixel
+    // bounds below always see the same frame.
+    settings.deterministic = true;
     window.pipelinePanel()->setSettings(settings);
     components->setValue(3);
     EXPECT_EQ(window.pipelinePanel()->settings().umap_components, 3);
@@ -320,7 +328,7 @@ TEST(MainWindow, ThreeDimensionalUmapInTheThreeDView) {
     const std::vector<Rgba8> colors = plot->categoryColors();
     ASSERT_GE(colors.size(), 3u);
     // Not blank: at least one covered pixel per two cells drawn (3-px points; dense clusters
-    // overlap, and the UMAP layout, hence the overlap, differs from run to run).
+    // overlap).
     EXPECT_GT(fathom::test::count_pixels_not(image, view->backgroundColor()), view->visiblePoints() / 2)
         << "the 3-D frame is blank";
     int shown = 0;

@@ -41,6 +41,7 @@ SessionState full_state() {
     state.pipeline.markers = "wilcoxon";
     state.pipeline.seed = 18446744073709551615ULL;  // the full uint64 range survives JSON
     state.pipeline.umap_epochs = 123;
+    state.pipeline.deterministic = true;
     state.color_by = "gene:CD3E";
     state.view.embedding = "X_umap";
     state.view.has_transform = true;

@@ -17,6 +17,7 @@
 #include "core/algo/qc.hpp"
 #include "core/algo/recipes.hpp"
 #include "core/algo/scale.hpp"
+#include "core/algo/umap.hpp"
 #include "core/backend/ShardSet.hpp"
 #include "core/data/Dataset.hpp"
 #include "core/engine/Engine.hpp"
@@ -75,8 +76,13 @@ struct StageCache {
     PcaResult pca;
     std::optional<std::string> neighbors_key;
     NeighborsResult neighbors;
+    std::uint64_t neighbors_seed = 0;            ///< settings behind `neighbors`
+    bool neighbors_deterministic = false;
     std::optional<std::string> umap_key;
     DenseMatrix<float> umap;
+    UmapCurve umap_curve;                        ///< a, b used by the UMAP in `umap`
+    bool umap_deterministic = false;             ///< the UMAP ran its deterministic SGD
+    std::uint64_t umap_seed = 0;
     std::optional<std::string> leiden_key;
     std::vector<std::int32_t> leiden;
     double modularity = 0.0;                     ///< of the Leiden labels (resolution applied)

@@ -1,0 +1,200 @@
+// Wall time of the neighbours step and of UMAP alone, on a PCA matrix read from an
+// h5ad's obsm (e.g. the X_pca that `fathom-cli run --n-pcs 50` wrote), so that the
+// two steps can be timed without the rest of the pipeline. Run:
+//   build/bench/bench_umap --h5ad FILE [--obsm X_pca] [--neighbors 15] [--repeats 3]
+//       [--threads T] [--deterministic] [--graph-cache FILE] [--epochs E] [--no-spectral]
+//       [--random-init] [--hnsw-m M] [--ef-construction E] [--ef E]
+// (--random-init and --epochs time the SGD alone; minima are printed next to the medians
+// since on a shared machine the minimum is the figure least disturbed by other load.)
+// Prints every repeat and the medians (wall and process CPU seconds) of the kNN
+// search, the fuzzy simplicial set, UMAP as a whole and its spectral initialisation
+// alone, with the recall of the approximate search. With --graph-cache the kNN table
+// is read from FILE when it exists (else searched once and written there), and only
+// the fuzzy set and UMAP are timed: a quick loop for UMAP work.
+#include <tbb/global_control.h>
+
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "core/algo/neighbors.hpp"
+#include "core/algo/spectral.hpp"
+#include "core/algo/umap.hpp"
+#include "core/engine/JobContext.hpp"
+#include "core/io/RowSource.hpp"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+/// Wall and process CPU seconds since construction.
+struct Stopwatch {
+    Clock::time_point wall = Clock::now();
+    std::clock_t cpu = std::clock();
+    double wall_seconds() const { return std::chrono::duration<double>(Clock::now() - wall).count(); }
+    double cpu_seconds() const { return static_cast<double>(std::clock() - cpu) / CLOCKS_PER_SEC; }
+};
+
+bool read_graph(const std::string& path, fathom::KnnGraph& graph) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return false;
+    in.read(reinterpret_cast<char*>(&graph.num_cells), sizeof graph.num_cells);
+    in.read(reinterpret_cast<char*>(&graph.num_neighbors), sizeof graph.num_neighbors);
+    const auto size = static_cast<std::size_t>(graph.num_cells) * static_cast<std::size_t>(graph.num_neighbors);
+    graph.indices.resize(size);
+    graph.distances.resize(size);
+    in.read(reinterpret_cast<char*>(graph.indices.data()), static_cast<std::streamsize>(size * sizeof(std::int32_t)));
+    in.read(reinterpret_cast<char*>(graph.distances.data()), static_cast<std::streamsize>(size * sizeof(float)));
+    if (!in) throw std::runtime_error(path + ": truncated kNN cache");
+    return true;
+}
+
+void write_graph(const std::string& path, const fathom::KnnGraph& graph) {
+    const std::string temporary = path + ".tmp";
+    {
+        std::ofstream out(temporary, std::ios::binary);
+        out.write(reinterpret_cast<const char*>(&graph.num_cells), sizeof graph.num_cells);
+        out.write(reinterpret_cast<const char*>(&graph.num_neighbors), sizeof graph.num_neighbors);
+        out.write(reinterpret_cast<const char*>(graph.indices.data()),
+                  static_cast<std::streamsize>(graph.indices.size() * sizeof(std::int32_t)));
+        out.write(reinterpret_cast<const char*>(graph.distances.data()),
+                  static_cast<std::streamsize>(graph.distances.size() * sizeof(float)));
+        if (!out) throw std::runtime_error(temporary + ": write failed");
+    }
+    std::filesystem::rename(temporary, path);
+}
+
+double median(std::vector<double> values) {
+    std::sort(values.begin(), values.end());
+    const std::size_t middle = values.size() / 2;
+    return values.size() % 2 ? values[middle] : 0.5 * (values[middle - 1] + values[middle]);
+}
+
+struct Args {
+    std::string h5ad;
+    std::string obsm = "X_pca";
+    int neighbors = 15;
+    int repeats = 3;
+    int threads = 0;
+    bool deterministic = false;
+    std::string graph_cache;
+    int epochs = 0;  ///< 0 = scanpy's default
+    bool spectral = true;
+    bool random_init = false;
+    fathom::KnnOptions knn;  ///< HNSW parameters
+};
+
+Args parse(int argc, char** argv) {
+    Args args;
+    for (int index = 1; index < argc; ++index) {
+        const std::string flag = argv[index];
+        const auto value = [&]() -> std::string {
+            if (index + 1 >= argc) throw std::invalid_argument(flag + " needs a value");
+            return argv[++index];
+        };
+        if (flag == "--h5ad") args.h5ad = value();
+        else if (flag == "--obsm") args.obsm = value();
+        else if (flag == "--neighbors") args.neighbors = std::stoi(value());
+        else if (flag == "--repeats") args.repeats = std::max(1, std::stoi(value()));
+        else if (flag == "--threads") args.threads = std::stoi(value());
+        else if (flag == "--deterministic") args.deterministic = true;
+        else if (flag == "--graph-cache") args.graph_cache = value();
+        else if (flag == "--epochs") args.epochs = std::stoi(value());
+        else if (flag == "--no-spectral") args.spectral = false;
+        else if (flag == "--random-init") args.random_init = true;
+        else if (flag == "--hnsw-m") args.knn.hnsw_m = std::stoi(value());
+        else if (flag == "--ef-construction") args.knn.hnsw_ef_construction = std::stoi(value());
+        else if (flag == "--ef") args.knn.hnsw_ef = std::stoi(value());
+        else throw std::invalid_argument("unknown option " + flag);
+    }
+    if (args.h5ad.empty()) throw std::invalid_argument("--h5ad FILE is required");
+    return args;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    try {
+        const Args args = parse(argc, argv);
+        std::unique_ptr<tbb::global_control> limit;
+        if (args.threads > 0)
+            limit = std::make_unique<tbb::global_control>(tbb::global_control::max_allowed_parallelism,
+                                                          static_cast<std::size_t>(args.threads));
+        const fathom::io::OpenedDataset opened = fathom::io::open_dataset(args.h5ad);
+        const auto found = opened.meta.obsm.find(args.obsm);
+        if (found == opened.meta.obsm.end())
+            throw std::invalid_argument(args.h5ad + ": no obsm['" + args.obsm + "']");
+        const fathom::DenseMatrix<float>& points = found->second;
+        const int threads = static_cast<int>(
+            tbb::global_control::active_value(tbb::global_control::max_allowed_parallelism));
+        std::printf("bench_umap: %s obsm['%s'] %lld x %lld, %d threads, %s\n", args.h5ad.c_str(), args.obsm.c_str(),
+                    static_cast<long long>(points.rows()), static_cast<long long>(points.cols()), threads,
+                    args.deterministic ? "deterministic" : "default (parallel) mode");
+
+        std::map<std::string, std::vector<double>> times;
+        const auto record = [&times](const std::string& name, const Stopwatch& watch) {
+            times[name + " wall"].push_back(watch.wall_seconds());
+            times[name + " cpu"].push_back(watch.cpu_seconds());
+        };
+        fathom::KnnGraph cached;
+        const bool have_cache = !args.graph_cache.empty() && read_graph(args.graph_cache, cached);
+        for (int repeat = 0; repeat < args.repeats; ++repeat) {
+            fathom::JobContext ctx;
+            fathom::KnnGraph knn_graph;
+            if (have_cache) {
+                knn_graph = cached;
+            } else {
+                fathom::KnnOptions knn = args.knn;
+                knn.num_neighbors = args.neighbors;
+                knn.hnsw_parallel_build = !args.deterministic;
+                const Stopwatch watch;
+                fathom::KnnResult result = fathom::nearest_neighbors(points, knn, ctx);
+                record("knn", watch);
+                std::printf("  repeat %d: knn %.2f s wall, %.2f s cpu (%s, recall %.4f)\n", repeat, watch.wall_seconds(),
+                            watch.cpu_seconds(), fathom::knn_method_name(result.method_used), result.recall);
+                knn_graph = std::move(result.graph);
+                if (!args.graph_cache.empty() && repeat == 0) write_graph(args.graph_cache, knn_graph);
+            }
+            Stopwatch watch;
+            auto fuzzy = fathom::fuzzy_simplicial_set(knn_graph, fathom::ConnectivitiesOptions{}, ctx);
+            record("fuzzy set", watch);
+
+            fathom::UmapOptions options;
+            options.parallelism =
+                args.deterministic ? fathom::UmapParallelism::Deterministic : fathom::UmapParallelism::Hogwild;
+            options.publish_every = 0;
+            options.num_epochs = args.epochs;
+            if (args.random_init) options.init = fathom::UmapInit::Random;
+            watch = Stopwatch();
+            const fathom::UmapResult result = fathom::umap(fuzzy.connectivities, points, options, ctx);
+            record("umap", watch);
+            std::printf("  repeat %d: umap %.2f s wall, %.2f s cpu (%d epochs, %lld edges)\n", repeat, watch.wall_seconds(),
+                        watch.cpu_seconds(), result.num_epochs, static_cast<long long>(result.num_edges));
+            if (!args.spectral) continue;
+            // The spectral init alone, on the unpruned graph (umap prunes few edges at 200 epochs).
+            fathom::SpectralOptions spectral;
+            spectral.num_components = options.num_components;
+            watch = Stopwatch();
+            const auto layout = fathom::spectral_layout(fuzzy.connectivities, points, spectral, ctx);
+            record("spectral init", watch);
+            std::printf("  repeat %d: spectral init %.2f s wall, %.2f s cpu (restarts %d)\n", repeat, watch.wall_seconds(),
+                        watch.cpu_seconds(), layout.restarts);
+        }
+        for (const auto& [name, values] : times)
+            std::printf("median %-20s %7.2f s (min %.2f) over %zu\n", name.c_str(), median(values),
+                        *std::min_element(values.begin(), values.end()), values.size());
+        return 0;
+    } catch (const std::exception& error) {
+        std::fprintf(stderr, "bench_umap: %s\n", error.what());
+        return 1;
+    }
+}
