@@ -17,6 +17,7 @@
 
 #include <hnswlib/hnswlib.h>
 
+#include "core/algo/l2_kernel.hpp"
 #include "core/data/ShardedCsr.hpp"
 #include "core/engine/JobContext.hpp"
 
@@ -206,27 +207,43 @@ std::int64_t exact_search(const DenseMatrix<float>& points, int num_dims, int nu
     return fallbacks.load();
 }
 
-/// Contiguous float rows of the first num_dims columns (hnswlib copies points in).
-std::vector<float> leading_columns(const DenseMatrix<float>& points, int num_dims) {
-    std::vector<float> data(static_cast<std::size_t>(points.rows()) * static_cast<std::size_t>(num_dims));
+/// Contiguous float rows of the first num_dims columns, each padded with zeros to
+/// `stride` floats (hnswlib copies points in).
+std::vector<float> leading_columns(const DenseMatrix<float>& points, int num_dims, std::size_t stride) {
+    std::vector<float> data(static_cast<std::size_t>(points.rows()) * stride, 0.0f);
     for (std::int64_t cell = 0; cell < points.rows(); ++cell)
-        std::copy_n(points.row(cell).data(), num_dims, data.data() + cell * num_dims);
+        std::copy_n(points.row(cell).data(), num_dims, data.data() + static_cast<std::size_t>(cell) * stride);
     return data;
 }
+
+/// hnswlib's L2 space on zero-padded rows with the SIMD kernel of l2_kernel.cpp
+/// (hnswlib's own L2Space uses SSE only unless the whole build targets AVX). The
+/// padding adds nothing to a distance.
+class PaddedL2Space final : public hnswlib::SpaceInterface<float> {
+public:
+    explicit PaddedL2Space(std::size_t stride) : m_stride(stride) {}
+    std::size_t get_data_size() override { return m_stride * sizeof(float); }
+    hnswlib::DISTFUNC<float> get_dist_func() override { return &detail::l2_padded; }
+    void* get_dist_func_param() override { return &m_stride; }
+
+private:
+    std::size_t m_stride;
+};
 
 /// Approximate search with an HNSW index over all points; queries [begin, end) of
 /// each partition searched in parallel.
 void hnsw_search(const DenseMatrix<float>& points, int num_dims, const KnnOptions& options, int num_neighbors,
                  KnnGraph& graph, JobContext& ctx) {
     const std::int64_t num_cells = points.rows();
-    const std::vector<float> data = leading_columns(points, num_dims);
-    hnswlib::L2Space space(static_cast<std::size_t>(num_dims));
+    const std::size_t stride = detail::l2_padded_size(static_cast<std::size_t>(num_dims));
+    const std::vector<float> data = leading_columns(points, num_dims, stride);
+    PaddedL2Space space(stride);
     hnswlib::HierarchicalNSW<float> index(&space, static_cast<std::size_t>(num_cells),
                                           static_cast<std::size_t>(options.hnsw_m),
                                           static_cast<std::size_t>(options.hnsw_ef_construction),
                                           static_cast<std::size_t>(options.seed % std::numeric_limits<std::uint32_t>::max()));
     const auto add = [&](std::int64_t cell) {
-        index.addPoint(data.data() + cell * num_dims, static_cast<hnswlib::labeltype>(cell));
+        index.addPoint(data.data() + static_cast<std::size_t>(cell) * stride, static_cast<hnswlib::labeltype>(cell));
     };
     // Building is about half of the work; report it as the first half.
     constexpr std::int64_t kBuildChunk = 1024;
@@ -259,7 +276,8 @@ void hnsw_search(const DenseMatrix<float>& points, int num_dims, const KnnOption
                 std::vector<Candidate> candidates;
                 for (std::int64_t query = range.begin(); query != range.end(); ++query) {
                     const float* query_row = points.row(query).data();
-                    auto found = index.searchKnn(data.data() + query * num_dims, static_cast<std::size_t>(num_neighbors));
+                    auto found = index.searchKnn(data.data() + static_cast<std::size_t>(query) * stride,
+                                                 static_cast<std::size_t>(num_neighbors));
                     candidates.clear();
                     while (!found.empty()) {
                         const auto cell = static_cast<std::int32_t>(found.top().second);

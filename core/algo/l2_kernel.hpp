@@ -1,0 +1,19 @@
+#pragma once
+/// Squared euclidean distance for the HNSW index on rows padded to a multiple of
+/// kL2Lanes floats (zeros in the padding), with SIMD clones chosen at run time.
+#include <cstddef>
+
+namespace fathom::detail {
+
+/// Lanes of the distance kernel; rows handed to l2_padded are padded to a multiple.
+inline constexpr std::size_t kL2Lanes = 8;
+
+/// Row length padded to a multiple of kL2Lanes.
+constexpr std::size_t l2_padded_size(std::size_t dims) noexcept { return (dims + kL2Lanes - 1) / kL2Lanes * kL2Lanes; }
+
+/// hnswlib's distance signature: `a` and `b` are float rows, `param` points at their
+/// padded length (a std::size_t, a multiple of kL2Lanes). The sum runs in kL2Lanes
+/// fixed lanes without multiply-add contraction, so every clone gives the same bits.
+float l2_padded(const void* a, const void* b, const void* param);
+
+}  // namespace fathom::detail
