@@ -280,6 +280,7 @@ void run_epoch(Layout& layout, const UmapOptions& options, float* positions, std
                 if (layout.next_sample[edge] <= epoch)
                     process_edge<PlainAccess, Dim>(layout, positions, edge, epoch, step, sequential_rng);
             break;
+        case UmapParallelism::Auto:  // resolved by umap() before the first epoch
         case UmapParallelism::Hogwild:
             tbb::parallel_for(tbb::blocked_range<std::size_t>(0, num_edges, 8192), [&](const tbb::blocked_range<std::size_t>& range) {
                 SampleRng rng(stream_key(options.seed, static_cast<std::uint64_t>(epoch) + 1, range.begin()));
@@ -390,10 +391,12 @@ void validate(const UmapOptions& options) {
     if (options.publish_every < 0) fail("publish_every must be >= 0");
 }
 
-UmapResult umap(const CsrGraph& connectivities, const DenseMatrix<float>& data, const UmapOptions& options, JobContext& ctx) {
-    validate(options);
+UmapResult umap(const CsrGraph& connectivities, const DenseMatrix<float>& data, const UmapOptions& requested,
+                JobContext& ctx) {
+    validate(requested);
     check_csr_graph(connectivities, "umap connectivities");
     const std::int64_t num_cells = connectivities.num_cells;
+    UmapOptions options = requested;
     if (num_cells < 2) throw std::invalid_argument("umap: need at least 2 cells, got " + std::to_string(num_cells));
     if (!data.empty() && data.rows() != num_cells)
         throw std::invalid_argument("umap: data has " + std::to_string(data.rows()) + " rows; the graph has " +
@@ -422,6 +425,11 @@ UmapResult umap(const CsrGraph& connectivities, const DenseMatrix<float>& data, 
             }
         pruned.row_offsets[static_cast<std::size_t>(row) + 1] = static_cast<std::int64_t>(pruned.col_indices.size());
     }
+    if (options.parallelism == UmapParallelism::Auto)
+        options.parallelism = num_cells <= kUmapDeterministicMaxCells && structurally_symmetric(pruned)
+                                  ? UmapParallelism::Deterministic
+                                  : UmapParallelism::Hogwild;
+    result.parallelism = options.parallelism;
     if (options.parallelism == UmapParallelism::Deterministic && !structurally_symmetric(pruned))
         throw std::invalid_argument("umap: UmapParallelism::Deterministic needs a symmetric graph (as neighbors() makes)");
 
