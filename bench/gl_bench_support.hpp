@@ -4,8 +4,8 @@
 #include <QElapsedTimer>
 #include <QWidget>
 #include <QWindow>
-#include <algorithm>
-#include <vector>
+
+#include "bench/bench_support.hpp"
 
 namespace fathom::bench {
 
@@ -18,14 +18,6 @@ inline bool wait_exposed(QWidget& widget) {
         if (widget.windowHandle() && widget.windowHandle()->isExposed()) return true;
     }
     return false;
-}
-
-/// Median of `values` (0 when empty).
-inline double median(std::vector<double> values) {
-    if (values.empty()) return 0.0;
-    std::sort(values.begin(), values.end());
-    const std::size_t middle = values.size() / 2;
-    return values.size() % 2 ? values[middle] : 0.5 * (values[middle - 1] + values[middle]);
 }
 
 }  // namespace fathom::bench

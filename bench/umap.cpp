@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_support.hpp"
 #include "core/algo/neighbors.hpp"
 #include "core/algo/spectral.hpp"
 #include "core/algo/umap.hpp"
@@ -71,12 +72,6 @@ void write_graph(const std::string& path, const fathom::KnnGraph& graph) {
         if (!out) throw std::runtime_error(temporary + ": write failed");
     }
     std::filesystem::rename(temporary, path);
-}
-
-double median(std::vector<double> values) {
-    std::sort(values.begin(), values.end());
-    const std::size_t middle = values.size() / 2;
-    return values.size() % 2 ? values[middle] : 0.5 * (values[middle - 1] + values[middle]);
 }
 
 struct Args {
@@ -190,7 +185,7 @@ int main(int argc, char** argv) {
                         watch.cpu_seconds(), layout.restarts);
         }
         for (const auto& [name, values] : times)
-            std::printf("median %-20s %7.2f s (min %.2f) over %zu\n", name.c_str(), median(values),
+            std::printf("median %-20s %7.2f s (min %.2f) over %zu\n", name.c_str(), fathom::bench::median(values),
                         *std::min_element(values.begin(), values.end()), values.size());
         return 0;
     } catch (const std::exception& error) {
