@@ -4,6 +4,8 @@
 //   build/bench/bench_umap --h5ad FILE [--obsm X_pca] [--neighbors 15] [--repeats 3]
 //       [--threads T] [--deterministic] [--graph-cache FILE] [--epochs E] [--no-spectral]
 //       [--random-init] [--hnsw-m M] [--ef-construction E] [--ef E]
+//       [--method auto|exact|hnsw|nndescent] [--nnd-trees T] [--nnd-leaf L] [--nnd-extra X]
+//       [--nnd-candidates C] [--nnd-iterations I] [--nnd-delta D] [--recall-sample S] [--knn-only]
 // (--random-init and --epochs time the SGD alone; minima are printed next to the medians
 // since on a shared machine the minimum is the figure least disturbed by other load.)
 // Prints every repeat and the medians (wall and process CPU seconds) of the kNN
@@ -85,7 +87,8 @@ struct Args {
     int epochs = 0;  ///< 0 = scanpy's default
     bool spectral = true;
     bool random_init = false;
-    fathom::KnnOptions knn;  ///< HNSW parameters
+    bool knn_only = false;   ///< time the kNN search and the fuzzy set only
+    fathom::KnnOptions knn;  ///< method and its parameters
 };
 
 Args parse(int argc, char** argv) {
@@ -109,6 +112,15 @@ Args parse(int argc, char** argv) {
         else if (flag == "--hnsw-m") args.knn.hnsw_m = std::stoi(value());
         else if (flag == "--ef-construction") args.knn.hnsw_ef_construction = std::stoi(value());
         else if (flag == "--ef") args.knn.hnsw_ef = std::stoi(value());
+        else if (flag == "--method") args.knn.method = fathom::parse_knn_method(value(), "--method");
+        else if (flag == "--nnd-trees") args.knn.nndescent_trees = std::stoi(value());
+        else if (flag == "--nnd-leaf") args.knn.nndescent_leaf_size = std::stoi(value());
+        else if (flag == "--nnd-extra") args.knn.nndescent_extra = std::stoi(value());
+        else if (flag == "--nnd-candidates") args.knn.nndescent_max_candidates = std::stoi(value());
+        else if (flag == "--nnd-iterations") args.knn.nndescent_iterations = std::stoi(value());
+        else if (flag == "--nnd-delta") args.knn.nndescent_delta = std::stod(value());
+        else if (flag == "--recall-sample") args.knn.recall_sample = std::stoi(value());
+        else if (flag == "--knn-only") args.knn_only = true;
         else throw std::invalid_argument("unknown option " + flag);
     }
     if (args.h5ad.empty()) throw std::invalid_argument("--h5ad FILE is required");
@@ -154,14 +166,16 @@ int main(int argc, char** argv) {
                 const Stopwatch watch;
                 fathom::KnnResult result = fathom::nearest_neighbors(points, knn, ctx);
                 record("knn", watch);
-                std::printf("  repeat %d: knn %.2f s wall, %.2f s cpu (%s, recall %.4f)\n", repeat, watch.wall_seconds(),
-                            watch.cpu_seconds(), fathom::knn_method_name(result.method_used), result.recall);
+                std::printf("  repeat %d: knn %.2f s wall, %.2f s cpu (%s, recall %.4f, %d NN-descent rounds)\n", repeat,
+                            watch.wall_seconds(), watch.cpu_seconds(), fathom::knn_method_name(result.method_used),
+                            result.recall, result.nndescent_iterations);
                 knn_graph = std::move(result.graph);
                 if (!args.graph_cache.empty() && repeat == 0) write_graph(args.graph_cache, knn_graph);
             }
             Stopwatch watch;
             auto fuzzy = fathom::fuzzy_simplicial_set(knn_graph, fathom::ConnectivitiesOptions{}, ctx);
             record("fuzzy set", watch);
+            if (args.knn_only) continue;
 
             fathom::UmapOptions options;
             options.parallelism =

@@ -18,6 +18,7 @@
 #include <hnswlib/hnswlib.h>
 
 #include "core/algo/l2_kernel.hpp"
+#include "core/algo/nn_descent.hpp"
 #include "core/data/ShardedCsr.hpp"
 #include "core/engine/JobContext.hpp"
 
@@ -302,6 +303,50 @@ void hnsw_search(const DenseMatrix<float>& points, int num_dims, const KnnOption
     }
 }
 
+/// Approximate search by NN-descent over all points, then every cell's kept candidates
+/// re-ranked by the double-precision distance (the contract of exact_neighbors); a cell
+/// left with too few candidates gets a brute-force row. The graph is built once for all
+/// cells, and each partition's rows depend on that graph only.
+int nndescent_search(const DenseMatrix<float>& points, int num_dims, const KnnOptions& options, int num_neighbors,
+                     KnnGraph& graph, JobContext& ctx) {
+    const std::int64_t num_cells = points.rows();
+    detail::NnDescentParams params;
+    params.pool = static_cast<int>(std::min<std::int64_t>(num_neighbors - 1 + options.nndescent_extra, num_cells - 1));
+    params.num_trees = options.nndescent_trees;
+    params.leaf_size = options.nndescent_leaf_size;
+    params.max_candidates = options.nndescent_max_candidates;
+    params.max_iterations = options.nndescent_iterations;
+    params.delta = options.nndescent_delta;
+    params.seed = options.seed;
+    const detail::NnDescentCandidates found = detail::nn_descent(points, num_dims, params, ctx);
+    const int pool = found.pool;
+    std::atomic<std::int64_t> queries_done{0};
+    for (const RowRange& partition : split_rows_evenly(num_cells, options.num_partitions)) {
+        tbb::parallel_for(tbb::blocked_range<std::int64_t>(partition.begin, partition.end, 1024),
+                          [&](const tbb::blocked_range<std::int64_t>& range) {
+                              ctx.checkpoint();
+                              std::vector<Candidate> candidates;
+                              for (std::int64_t query = range.begin(); query != range.end(); ++query) {
+                                  candidates.clear();
+                                  for (int slot = 0; slot < pool; ++slot) {
+                                      const auto entry = static_cast<std::size_t>(query * pool + slot);
+                                      if (found.indices[entry] < 0) break;
+                                      candidates.emplace_back(found.sq_distances[entry], found.indices[entry]);
+                                  }
+                                  std::int32_t* indices = graph.indices.data() + query * num_neighbors;
+                                  float* distances = graph.distances.data() + query * num_neighbors;
+                                  if (static_cast<int>(candidates.size()) < num_neighbors - 1)
+                                      brute_force_row(points, num_dims, num_neighbors, query, indices, distances);
+                                  else
+                                      finish_row(query, candidates, num_neighbors, indices, distances);
+                              }
+                              const auto done = queries_done.fetch_add(range.size(), std::memory_order_relaxed) + range.size();
+                              ctx.report(0.9 + 0.1 * static_cast<double>(done) / static_cast<double>(num_cells));
+                          });
+    }
+    return found.iterations;
+}
+
 int effective_neighbors(int requested, std::int64_t num_cells) {
     // scanpy 1.9 Neighbors.compute_neighbors: "n_obs too small: adjusting to
     // `n_neighbors = 1 + int(0.5 * n_obs)`".
@@ -316,8 +361,15 @@ const char* knn_method_name(KnnMethod method) noexcept {
         case KnnMethod::Auto: return "auto";
         case KnnMethod::Exact: return "exact";
         case KnnMethod::Hnsw: return "hnsw";
+        case KnnMethod::NnDescent: return "nndescent";
     }
     return "?";
+}
+
+KnnMethod parse_knn_method(const std::string& name, const std::string& what) {
+    for (const auto method : {KnnMethod::Auto, KnnMethod::Exact, KnnMethod::Hnsw, KnnMethod::NnDescent})
+        if (name == knn_method_name(method)) return method;
+    throw std::invalid_argument(what + ": unknown kNN method '" + name + "' (auto, exact, hnsw or nndescent)");
 }
 
 void validate(const KnnOptions& options, std::int64_t num_cells, std::int64_t num_dims) {
@@ -332,6 +384,21 @@ void validate(const KnnOptions& options, std::int64_t num_cells, std::int64_t nu
     if (options.hnsw_ef_construction < options.hnsw_m)
         fail("hnsw_ef_construction must be >= hnsw_m, got " + std::to_string(options.hnsw_ef_construction));
     if (options.hnsw_ef < 1) fail("hnsw_ef must be >= 1, got " + std::to_string(options.hnsw_ef));
+    if (options.nndescent_trees < 1) fail("nndescent_trees must be >= 1, got " + std::to_string(options.nndescent_trees));
+    if (options.nndescent_leaf_size < 2 || options.nndescent_leaf_size > detail::kNnDescentMaxList)
+        fail("nndescent_leaf_size must be in [2, " + std::to_string(detail::kNnDescentMaxList) + "], got " +
+             std::to_string(options.nndescent_leaf_size));
+    if (options.nndescent_extra < 0) fail("nndescent_extra must be >= 0, got " + std::to_string(options.nndescent_extra));
+    if (static_cast<std::int64_t>(options.num_neighbors) - 1 + options.nndescent_extra > detail::kNnDescentMaxList)
+        fail("nndescent_extra: num_neighbors - 1 + nndescent_extra must be <= " +
+             std::to_string(detail::kNnDescentMaxList) + ", got " +
+             std::to_string(static_cast<std::int64_t>(options.num_neighbors) - 1 + options.nndescent_extra));
+    if (options.nndescent_max_candidates < 1 || options.nndescent_max_candidates > detail::kNnDescentMaxCandidates)
+        fail("nndescent_max_candidates must be in [1, " + std::to_string(detail::kNnDescentMaxCandidates) + "], got " +
+             std::to_string(options.nndescent_max_candidates));
+    if (options.nndescent_iterations < 0)
+        fail("nndescent_iterations must be >= 0, got " + std::to_string(options.nndescent_iterations));
+    if (!(options.nndescent_delta >= 0.0)) fail("nndescent_delta must be >= 0, got " + std::to_string(options.nndescent_delta));
     if (options.num_partitions < 1) fail("num_partitions must be >= 1, got " + std::to_string(options.num_partitions));
     if (options.recall_sample < 0) fail("recall_sample must be >= 0");
     if (num_cells < 2) throw std::invalid_argument("nearest_neighbors: need at least 2 cells, got " + std::to_string(num_cells));
@@ -389,7 +456,7 @@ KnnResult nearest_neighbors(const DenseMatrix<float>& points, const KnnOptions& 
     KnnResult result;
     result.num_dims = num_dims;
     result.method_used = options.method == KnnMethod::Auto
-                             ? (num_cells < options.exact_below ? KnnMethod::Exact : KnnMethod::Hnsw)
+                             ? (num_cells < options.exact_below ? KnnMethod::Exact : KnnMethod::NnDescent)
                              : options.method;
     KnnGraph& graph = result.graph;
     graph.num_cells = num_cells;
@@ -397,7 +464,7 @@ KnnResult nearest_neighbors(const DenseMatrix<float>& points, const KnnOptions& 
     graph.indices.resize(static_cast<std::size_t>(num_cells) * static_cast<std::size_t>(num_neighbors));
     graph.distances.resize(graph.indices.size());
 
-    if (options.method != KnnMethod::Hnsw && options.accelerated_exact &&
+    if (options.method != KnnMethod::Hnsw && options.method != KnnMethod::NnDescent && options.accelerated_exact &&
         options.accelerated_exact(points, num_dims, graph, ctx)) {
         result.method_used = KnnMethod::Exact;
         result.recall = 1.0;
@@ -417,7 +484,10 @@ KnnResult nearest_neighbors(const DenseMatrix<float>& points, const KnnOptions& 
         return result;
     }
 
-    hnsw_search(points, num_dims, options, num_neighbors, graph, ctx);
+    if (result.method_used == KnnMethod::NnDescent)
+        result.nndescent_iterations = nndescent_search(points, num_dims, options, num_neighbors, graph, ctx);
+    else
+        hnsw_search(points, num_dims, options, num_neighbors, graph, ctx);
     result.recall = std::numeric_limits<double>::quiet_NaN();
     if (options.recall_sample > 0) {
         std::vector<std::int64_t> all(static_cast<std::size_t>(num_cells));

@@ -1,11 +1,13 @@
 #pragma once
 /// k-nearest-neighbour search on the replicated cells x components PCA matrix:
-/// exact blocked brute force, or an approximate HNSW index (hnswlib). Queries are
+/// exact blocked brute force, or an approximate search: NN-descent seeded by a
+/// random-projection forest (nn_descent.hpp) or an HNSW index (hnswlib). Queries are
 /// split into partitions (one per device); each partition is searched independently
 /// against all points and the result does not depend on the partitioning.
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <string>
 
 #include "core/algo/knn_graph.hpp"
 #include "core/types/DenseMatrix.hpp"
@@ -16,13 +18,18 @@ class JobContext;
 
 /// How the neighbours are found.
 enum class KnnMethod {
-    Auto,   ///< Exact below KnnOptions::exact_below cells, HNSW from there on
-    Exact,  ///< blocked brute force; exact up to distance ties
-    Hnsw,   ///< approximate: hierarchical navigable small-world graph (hnswlib)
+    Auto,       ///< Exact below KnnOptions::exact_below cells, NnDescent from there on
+    Exact,      ///< blocked brute force; exact up to distance ties
+    Hnsw,       ///< approximate: hierarchical navigable small-world graph (hnswlib)
+    NnDescent,  ///< approximate: NN-descent from a random-projection forest (as pynndescent)
 };
 
-/// Name of a method as the CLI spells it: "auto", "exact", "hnsw".
+/// Name of a method as the CLI spells it: "auto", "exact", "hnsw", "nndescent".
 const char* knn_method_name(KnnMethod method) noexcept;
+
+/// The method named `name` (knn_method_name's spelling); throws std::invalid_argument
+/// naming `what` (e.g. "--knn-method") and the accepted names otherwise.
+KnnMethod parse_knn_method(const std::string& name, const std::string& what);
 
 /// Options of the neighbour search.
 struct KnnOptions {
@@ -45,13 +52,27 @@ struct KnnOptions {
     /// HNSW: insert points from several threads (fast, but the graph depends on thread
     /// timing). false = single-threaded insertion: the same seed gives the same index.
     bool hnsw_parallel_build = true;
+    /// NN-descent: random-projection trees of the initial graph (each leaf searched by
+    /// brute force). >= 1.
+    int nndescent_trees = 4;
+    int nndescent_leaf_size = 32;  ///< NN-descent: largest tree leaf; >= 2
+    /// NN-descent: neighbours kept per cell while searching, beyond the num_neighbors - 1
+    /// returned (a longer list costs a little and raises the recall). >= 0.
+    int nndescent_extra = 16;
+    /// NN-descent: new (and old) candidates sampled per cell and round (pynndescent's
+    /// max_candidates). In [1, 256].
+    int nndescent_max_candidates = 40;
+    int nndescent_iterations = 10;   ///< NN-descent: rounds at most; >= 0
+    /// NN-descent: stop when a round changes fewer than delta * num_cells * list length
+    /// entries (pynndescent's delta). >= 0.
+    double nndescent_delta = 0.001;
     /// Query partitions processed independently (one per device). >= 1. The result is
     /// identical for any value.
     int num_partitions = 1;
     /// Approximate search: number of random cells whose neighbours are also found
     /// exactly to estimate the recall. 0 = skip.
     int recall_sample = 1000;
-    std::uint64_t seed = 0;  ///< HNSW level generator and recall sample
+    std::uint64_t seed = 0;  ///< HNSW level generator, NN-descent trees and sampling, recall sample
     /// An accelerator's exact search (the CUDA backend's, set by the engine when the
     /// shards are on GPUs), used instead of the CPU search when the method is Exact or
     /// Auto, at any number of cells. It fills `graph` (num_cells and num_neighbors set,
@@ -67,7 +88,7 @@ void validate(const KnnOptions& options, std::int64_t num_cells, std::int64_t nu
 /// Result of the neighbour search.
 struct KnnResult {
     KnnGraph graph;                         ///< k neighbours per cell, self first
-    KnnMethod method_used = KnnMethod::Exact;  ///< Exact or Hnsw (never Auto)
+    KnnMethod method_used = KnnMethod::Exact;  ///< Exact, Hnsw or NnDescent (never Auto)
     int num_dims = 0;                       ///< columns used (num_pcs)
     /// Mean fraction of the true k-1 non-self neighbours found, over recall_queries
     /// random cells; 1 for the exact method (NaN when approximate and not measured).
@@ -76,6 +97,7 @@ struct KnnResult {
     /// Exact method: queries whose float-precision candidate screen could not be
     /// certified and were recomputed in double over all points (diagnostic).
     std::int64_t exact_fallback_queries = 0;
+    int nndescent_iterations = 0;           ///< NN-descent rounds run (0 for the other methods)
 };
 
 /// Nearest neighbours of every row of `points` (cells x components, e.g. X_pca) among

@@ -2,6 +2,7 @@
 /// Squared euclidean distance for the HNSW index on rows padded to a multiple of
 /// kL2Lanes floats (zeros in the padding), with SIMD clones chosen at run time.
 #include <cstddef>
+#include <cstdint>
 
 namespace fathom::detail {
 
@@ -15,5 +16,12 @@ constexpr std::size_t l2_padded_size(std::size_t dims) noexcept { return (dims +
 /// padded length (a std::size_t, a multiple of kL2Lanes). The sum runs in kL2Lanes
 /// fixed lanes without multiply-add contraction, so every clone gives the same bits.
 float l2_padded(const void* a, const void* b, const void* param);
+
+/// Squared distances from the padded row `query` to the padded rows
+/// `base + rows[i] * stride` (i < count), into out[i]. Each value is bit-identical to
+/// l2_padded(query, row, &stride) and to the distance with the two rows swapped; rows are
+/// processed four at a time so that the loads and sums of independent pairs overlap.
+void l2_padded_many(const float* query, const float* base, std::size_t stride, const std::int32_t* rows,
+                    std::size_t count, float* out);
 
 }  // namespace fathom::detail

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <random>
 #include <vector>
 
@@ -35,6 +36,29 @@ TEST(L2Kernel, EqualsTheSquaredDistanceOfTheUnpaddedRows) {
             EXPECT_NEAR(got, expected, 1e-5 * expected + 1e-6) << dims << " dims";
             EXPECT_EQ(detail::l2_padded(a.data(), a.data(), &stride), 0.0f);
             EXPECT_EQ(got, detail::l2_padded(b.data(), a.data(), &stride)) << "not symmetric at " << dims << " dims";
+        }
+    }
+}
+
+TEST(L2Kernel, ManyRowsGiveTheSameBitsAsOnePairAtATime) {
+    std::mt19937 random(8);
+    std::normal_distribution<float> normal(0.0f, 2.0f);
+    for (const std::size_t dims : {3u, 8u, 50u}) {
+        const std::size_t stride = detail::l2_padded_size(dims);
+        const std::size_t num_rows = 23;
+        std::vector<float> rows(num_rows * stride, 0.0f);
+        for (std::size_t row = 0; row < num_rows; ++row)
+            for (std::size_t index = 0; index < dims; ++index) rows[row * stride + index] = normal(random);
+        // Every count from 0 to 11 (the four-row blocks and the remainders), rows repeated.
+        const std::vector<std::int32_t> picks{5, 0, 22, 5, 13, 7, 7, 1, 19, 2, 11, 8};
+        for (std::size_t count = 0; count <= picks.size(); ++count) {
+            std::vector<float> out(count, -1.0f);
+            detail::l2_padded_many(rows.data() + 3 * stride, rows.data(), stride, picks.data(), count, out.data());
+            for (std::size_t item = 0; item < count; ++item) {
+                const float* other = rows.data() + static_cast<std::size_t>(picks[item]) * stride;
+                EXPECT_EQ(out[item], detail::l2_padded(rows.data() + 3 * stride, other, &stride)) << dims << " " << item;
+                EXPECT_EQ(out[item], detail::l2_padded(other, rows.data() + 3 * stride, &stride)) << dims << " " << item;
+            }
         }
     }
 }

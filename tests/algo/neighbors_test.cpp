@@ -119,7 +119,7 @@ TEST(ExactNeighbors, SmallDatasetAdjustsKAsScanpy) {
 TEST(Neighbors, PartitionAndThreadCountDoNotChangeTheResult) {
     const auto points = gaussian_mixture(3000, 16, 8, 5);
     JobContext ctx;
-    for (const auto method : {KnnMethod::Exact, KnnMethod::Hnsw}) {
+    for (const auto method : {KnnMethod::Exact, KnnMethod::Hnsw, KnnMethod::NnDescent}) {
         KnnOptions options;
         options.method = method;
         options.hnsw_parallel_build = false;
@@ -360,8 +360,8 @@ TEST_P(ScanpyNeighbors, DistancesAndConnectivitiesMatchScanpy) {
         EXPECT_EQ(result.knn.method_used, KnnMethod::Exact);
         EXPECT_GE(recall, 0.99);
     } else {
-        // scanpy used pynndescent here; ours is HNSW.
-        EXPECT_EQ(result.knn.method_used, KnnMethod::Hnsw);
+        // scanpy used pynndescent here; ours is NN-descent too.
+        EXPECT_EQ(result.knn.method_used, KnnMethod::NnDescent);
         EXPECT_GE(recall, 0.95);
         KnnOptions exact = options.knn;
         exact.method = KnnMethod::Exact;
@@ -370,7 +370,7 @@ TEST_P(ScanpyNeighbors, DistancesAndConnectivitiesMatchScanpy) {
         std::iota(all.begin(), all.end(), 0);
         const double approx_vs_exact = knn_recall(result.knn.graph, exact_graph, all);
         const double exact_vs_scanpy = test::row_recall(to_reference(distances_graph(exact_graph)), reference_distances);
-        std::printf("[neighbors] %s: hnsw_vs_exact=%.5f (sampled estimate %.5f) exact_vs_scanpy=%.5f\n", GetParam(),
+        std::printf("[neighbors] %s: approx_vs_exact=%.5f (sampled estimate %.5f) exact_vs_scanpy=%.5f\n", GetParam(),
                     approx_vs_exact, result.knn.recall, exact_vs_scanpy);
         EXPECT_GE(approx_vs_exact, 0.99);
         EXPECT_NEAR(result.knn.recall, approx_vs_exact, 0.01);  // the sampled estimate

@@ -1,0 +1,261 @@
+// Tests of core/algo/nn_descent (the candidate lists) and of KnnMethod::NnDescent in
+// nearest_neighbors: recall against the exact search on a clustered simulation and on
+// real data above scanpy's exact threshold, the result contract, determinism across
+// threads and partitions, small inputs, and option checks.
+#include <gtest/gtest.h>
+#include <tbb/global_control.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <numeric>
+#include <random>
+#include <set>
+#include <string>
+
+#include "core/algo/knn.hpp"
+#include "core/algo/nn_descent.hpp"
+#include "core/engine/JobContext.hpp"
+#include "tests/support/npy.hpp"
+#include "tests/support/paths.hpp"
+
+namespace fathom {
+namespace {
+
+/// Gaussian mixture in `dims` dimensions: `clusters` centres with spread 5, unit noise.
+DenseMatrix<float> gaussian_mixture(std::int64_t cells, int dims, int clusters, std::uint64_t seed) {
+    std::mt19937_64 generator(seed);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    DenseMatrix<float> centres(clusters, dims);
+    for (auto& value : centres.values()) value = 5.0f * normal(generator);
+    DenseMatrix<float> points(cells, dims);
+    for (std::int64_t cell = 0; cell < cells; ++cell) {
+        const auto cluster = static_cast<std::int64_t>(generator() % static_cast<std::uint64_t>(clusters));
+        for (int dim = 0; dim < dims; ++dim) points(cell, dim) = centres(cluster, dim) + normal(generator);
+    }
+    return points;
+}
+
+double sq_distance(const DenseMatrix<float>& points, std::int64_t a, std::int64_t b, int dims) {
+    double sum = 0.0;
+    for (int dim = 0; dim < dims; ++dim) {
+        const double difference = static_cast<double>(points(a, dim)) - static_cast<double>(points(b, dim));
+        sum += difference * difference;
+    }
+    return sum;
+}
+
+/// Recall of every cell against the exact search.
+double full_recall(const DenseMatrix<float>& points, const KnnResult& approximate) {
+    JobContext ctx;
+    KnnOptions exact;
+    exact.method = KnnMethod::Exact;
+    exact.num_neighbors = approximate.graph.num_neighbors;
+    const auto truth = nearest_neighbors(points, exact, ctx);
+    std::vector<std::int64_t> all(static_cast<std::size_t>(points.rows()));
+    std::iota(all.begin(), all.end(), 0);
+    return knn_recall(approximate.graph, truth.graph, all);
+}
+
+/// Self first at 0, then the others sorted by (distance, index) with distances equal to
+/// the double-precision distance stored as float; no repeats.
+void expect_contract(const DenseMatrix<float>& points, const KnnGraph& graph, int dims) {
+    for (std::int64_t cell = 0; cell < graph.num_cells; ++cell) {
+        const auto indices = graph.neighbors(cell);
+        const auto distances = graph.neighbor_distances(cell);
+        ASSERT_EQ(indices[0], cell);
+        ASSERT_EQ(distances[0], 0.0f);
+        std::set<std::int32_t> seen(indices.begin(), indices.end());
+        ASSERT_EQ(seen.size(), indices.size()) << "repeated neighbour of cell " << cell;
+        double previous = -1.0;
+        std::int32_t previous_index = -1;
+        for (std::size_t rank = 1; rank < indices.size(); ++rank) {
+            const double exact = sq_distance(points, cell, indices[rank], dims);
+            ASSERT_EQ(distances[rank], static_cast<float>(std::sqrt(exact))) << "cell " << cell << " rank " << rank;
+            ASSERT_TRUE(exact > previous || (exact == previous && indices[rank] > previous_index))
+                << "cell " << cell << " not sorted at rank " << rank;
+            previous = exact;
+            previous_index = indices[rank];
+        }
+    }
+}
+
+TEST(NnDescent, RecallOnClusteredDataAndResultContract) {
+    const auto points = gaussian_mixture(20000, 30, 12, 11);
+    JobContext ctx;
+    KnnOptions options;
+    options.method = KnnMethod::NnDescent;
+    options.recall_sample = 500;
+    const auto result = nearest_neighbors(points, options, ctx);
+    EXPECT_EQ(result.method_used, KnnMethod::NnDescent);
+    EXPECT_GE(result.nndescent_iterations, 1);
+    const double recall = full_recall(points, result);
+    std::printf("[nndescent] mixture 20000 x 30: recall %.5f (sampled %.5f), %d rounds\n", recall, result.recall,
+                result.nndescent_iterations);
+    EXPECT_GE(recall, 0.99);
+    EXPECT_NEAR(result.recall, recall, 0.01);
+    expect_contract(points, result.graph, 30);
+}
+
+TEST(NnDescent, RecallOnRealDataAboveTheExactThreshold) {
+    const auto path = test::shared_reference("scanpy_neurons10k_1000genes/X_pca.npy");
+    FATHOM_REQUIRE_PATH(path);
+    const auto array = test::read_npy(path);
+    DenseMatrix<float> points(array.rows(), array.cols());
+    for (std::size_t index = 0; index < array.numbers.size(); ++index)
+        points.values()[index] = static_cast<float>(array.numbers[index]);
+    ASSERT_GE(points.rows(), KnnOptions{}.exact_below);
+    JobContext ctx;
+    const auto result = nearest_neighbors(points, KnnOptions{}, ctx);  // Auto
+    EXPECT_EQ(result.method_used, KnnMethod::NnDescent);
+    const double recall = full_recall(points, result);
+    std::printf("[nndescent] neurons10k %lld x %lld: recall %.5f, %d rounds\n", static_cast<long long>(points.rows()),
+                static_cast<long long>(points.cols()), recall, result.nndescent_iterations);
+    EXPECT_GE(recall, 0.99);
+    expect_contract(points, result.graph, static_cast<int>(points.cols()));
+}
+
+TEST(NnDescent, BitIdenticalAcrossThreadsAndPartitions) {
+    const auto points = gaussian_mixture(12000, 20, 8, 12);
+    KnnOptions options;
+    options.method = KnnMethod::NnDescent;
+    options.recall_sample = 0;
+    options.seed = 5;
+    JobContext ctx;
+    KnnResult reference;
+    {
+        const tbb::global_control one(tbb::global_control::max_allowed_parallelism, 1);
+        reference = nearest_neighbors(points, options, ctx);
+    }
+    for (const int partitions : {1, 3}) {
+        const tbb::global_control two(tbb::global_control::max_allowed_parallelism, 2);
+        options.num_partitions = partitions;
+        const auto other = nearest_neighbors(points, options, ctx);
+        EXPECT_EQ(other.graph.indices, reference.graph.indices) << partitions << " partitions";
+        EXPECT_EQ(other.graph.distances, reference.graph.distances) << partitions << " partitions";
+        EXPECT_EQ(other.nndescent_iterations, reference.nndescent_iterations);
+    }
+    // Another seed gives another (equally good) graph.
+    options.seed = 6;
+    options.num_partitions = 1;
+    const auto reseeded = nearest_neighbors(points, options, ctx);
+    EXPECT_NE(reseeded.graph.indices, reference.graph.indices);
+}
+
+TEST(NnDescent, CandidatesAreDistinctOthersWithDoubleDistances) {
+    const auto points = gaussian_mixture(3000, 12, 5, 13);
+    JobContext ctx;
+    detail::NnDescentParams params;
+    params.pool = 20;
+    const auto found = detail::nn_descent(points, 12, params, ctx);
+    ASSERT_EQ(found.pool, 20);
+    ASSERT_EQ(found.indices.size(), 3000u * 20u);
+    for (std::int64_t cell = 0; cell < 3000; ++cell) {
+        std::set<std::int32_t> seen;
+        for (int slot = 0; slot < 20; ++slot) {
+            const auto entry = static_cast<std::size_t>(cell * 20 + slot);
+            const std::int32_t other = found.indices[entry];
+            ASSERT_GE(other, 0) << "cell " << cell << " has a short list";
+            ASSERT_NE(other, cell);
+            ASSERT_TRUE(seen.insert(other).second) << "cell " << cell << " lists " << other << " twice";
+            ASSERT_EQ(found.sq_distances[entry], sq_distance(points, cell, other, 12));
+        }
+    }
+}
+
+TEST(NnDescent, SmallInputsAreExact) {
+    // Fewer cells than a tree leaf: one leaf holds every cell, so the lists are exact.
+    for (const std::int64_t cells : {2, 3, 17, 30}) {
+        const auto points = gaussian_mixture(cells, 5, 2, 14 + static_cast<std::uint64_t>(cells));
+        JobContext ctx;
+        KnnOptions options;
+        options.method = KnnMethod::NnDescent;
+        const auto result = nearest_neighbors(points, options, ctx);
+        options.method = KnnMethod::Exact;
+        const auto exact = nearest_neighbors(points, options, ctx);
+        EXPECT_EQ(result.graph.indices, exact.graph.indices) << cells << " cells";
+        EXPECT_EQ(result.graph.distances, exact.graph.distances) << cells << " cells";
+    }
+}
+
+TEST(NnDescent, DuplicatePointsAndAShortLeafStillFillEveryRow) {
+    // Many identical cells (every split ties) and a leaf size close to k.
+    auto points = gaussian_mixture(2000, 8, 3, 15);
+    for (std::int64_t cell = 0; cell < 600; ++cell)
+        for (int dim = 0; dim < 8; ++dim) points(cell, dim) = points(0, dim);
+    JobContext ctx;
+    KnnOptions options;
+    options.method = KnnMethod::NnDescent;
+    options.nndescent_leaf_size = 8;
+    options.nndescent_trees = 1;
+    const auto result = nearest_neighbors(points, options, ctx);
+    expect_contract(points, result.graph, 8);
+    for (std::int64_t cell = 1; cell < 600; ++cell) ASSERT_EQ(result.graph.neighbor_distances(cell)[14], 0.0f);
+    // Recall of the other cells (among the duplicates any 14 copies are right).
+    KnnOptions exact;
+    exact.method = KnnMethod::Exact;
+    const auto truth = nearest_neighbors(points, exact, ctx);
+    std::vector<std::int64_t> others(1400);
+    std::iota(others.begin(), others.end(), 600);
+    KnnGraph truth_rows;
+    truth_rows.num_cells = 1400;
+    truth_rows.num_neighbors = truth.graph.num_neighbors;
+    truth_rows.indices.assign(truth.graph.indices.begin() + 600 * 15, truth.graph.indices.end());
+    truth_rows.distances.assign(truth.graph.distances.begin() + 600 * 15, truth.graph.distances.end());
+    EXPECT_GE(knn_recall(result.graph, truth_rows, others), 0.99);
+}
+
+TEST(NnDescent, OptionsAreCheckedByName) {
+    const auto message = [](KnnOptions options) {
+        try {
+            validate(options, 1000, 10);
+        } catch (const std::invalid_argument& error) {
+            return std::string(error.what());
+        }
+        return std::string();
+    };
+    const auto expect_named = [&](KnnOptions options, const std::string& field) {
+        EXPECT_NE(message(options).find("KnnOptions::" + field), std::string::npos) << field;
+    };
+    KnnOptions options;
+    options.nndescent_trees = 0;
+    expect_named(options, "nndescent_trees");
+    options = {};
+    options.nndescent_leaf_size = 1;
+    expect_named(options, "nndescent_leaf_size");
+    options = {};
+    options.nndescent_leaf_size = 5000;
+    expect_named(options, "nndescent_leaf_size");
+    options = {};
+    options.nndescent_extra = -1;
+    expect_named(options, "nndescent_extra");
+    options = {};
+    options.nndescent_extra = 2000;
+    expect_named(options, "nndescent_extra");
+    options = {};
+    options.nndescent_max_candidates = 0;
+    expect_named(options, "nndescent_max_candidates");
+    options = {};
+    options.nndescent_max_candidates = 257;
+    expect_named(options, "nndescent_max_candidates");
+    options = {};
+    options.nndescent_iterations = -1;
+    expect_named(options, "nndescent_iterations");
+    options = {};
+    options.nndescent_delta = -0.5;
+    expect_named(options, "nndescent_delta");
+    EXPECT_EQ(message(KnnOptions{}), "");
+
+    EXPECT_EQ(parse_knn_method("nndescent", "--knn-method"), KnnMethod::NnDescent);
+    EXPECT_EQ(parse_knn_method("hnsw", "--knn-method"), KnnMethod::Hnsw);
+    try {
+        parse_knn_method("annoy", "--knn-method");
+        ADD_FAILURE() << "no error";
+    } catch (const std::invalid_argument& error) {
+        EXPECT_NE(std::string(error.what()).find("--knn-method"), std::string::npos);
+        EXPECT_NE(std::string(error.what()).find("annoy"), std::string::npos);
+    }
+}
+
+}  // namespace
+}  // namespace fathom
