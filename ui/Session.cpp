@@ -24,6 +24,7 @@ json to_json(const PipelineSettings& settings) {
             {"num_pcs", settings.num_pcs},
             {"run_neighbors", settings.run_neighbors},
             {"num_neighbors", settings.num_neighbors},
+            {"knn_method", settings.knn_method},
             {"run_umap", settings.run_umap},
             {"min_dist", settings.min_dist},
             {"spread", settings.spread},
@@ -200,6 +201,7 @@ SessionState load_session(const QString& path) {
     reader.read(pipeline, "/pipeline", "num_pcs", settings.num_pcs);
     reader.read(pipeline, "/pipeline", "run_neighbors", settings.run_neighbors);
     reader.read(pipeline, "/pipeline", "num_neighbors", settings.num_neighbors);
+    reader.read(pipeline, "/pipeline", "knn_method", settings.knn_method);
     reader.read(pipeline, "/pipeline", "run_umap", settings.run_umap);
     reader.read(pipeline, "/pipeline", "min_dist", settings.min_dist);
     reader.read(pipeline, "/pipeline", "spread", settings.spread);

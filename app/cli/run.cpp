@@ -121,6 +121,10 @@ void add_run_command(CLI::App& app, int& exit_code) {
                         "(0 = half the RAM, -1 = always stream)")
         ->default_str("0");
     command->add_option("--neighbors", args->neighbors, "compute the kNN graph with this many neighbours (e.g. 15)");
+    command->add_option("--knn-method", args->settings.knn_method,
+                        "kNN search: auto (exact below 8192 cells, else nndescent), exact, nndescent or hnsw")
+        ->check(CLI::IsMember({"auto", "exact", "nndescent", "hnsw"}))
+        ->default_str(defaults.knn_method);
     command->add_flag("--umap", args->umap, "compute UMAP (needs --neighbors)");
     command->add_option("--umap-components", args->settings.umap_components,
                         "UMAP dimensions (n_components; 3 for the explorer's 3-D view)")
@@ -131,7 +135,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
     command->add_option("--seed", args->settings.seed, "random seed of every randomised step")->default_str("0");
     command->add_flag("--deterministic", args->settings.deterministic,
                       "bit-for-bit reproducible kNN graph and UMAP for a seed at any thread count "
-                      "(single-threaded HNSW build, deterministic UMAP SGD; slower)");
+                      "(an HNSW index built by one thread, deterministic UMAP SGD; slower)");
     command->add_flag("--no-matrix", args->no_matrix, "omit X from the output (annotations only)");
     command->add_option("--report", args->report, "write per-step wall time, CPU time and peak RSS as JSON");
     command->add_option("--export-csv", args->export_csv,

@@ -278,6 +278,7 @@ void run_neighbors(Engine::State& state, const PipelineSettings& settings, JobCo
     state.begin_step(ctx, "neighbors");
     NeighborsOptions options;
     options.knn.num_neighbors = settings.num_neighbors;
+    options.knn.method = parse_knn_method(settings.knn_method, "PipelineSettings::knn_method");
     options.knn.seed = settings.seed;
     options.knn.num_partitions = std::max(1, cache.hvg_block->num_shards());
     // Parallel HNSW insertion makes the graph depend on thread timing.
@@ -391,7 +392,8 @@ void run_pipeline(Engine::State& state, const PipelineSettings& settings, JobCon
     const std::string hvg_key = key_of(preprocess_key, join_key(settings.num_top_genes));
     const std::string scale_key = key_of(hvg_key, "scale");
     const std::string pca_key = key_of(scale_key, join_key(settings.num_pcs));
-    const std::string neighbors_key = key_of(pca_key, join_key(settings.num_neighbors, settings.seed, settings.deterministic));
+    const std::string neighbors_key = key_of(pca_key, join_key(settings.num_neighbors, settings.knn_method, settings.seed,
+                                                                         settings.deterministic));
     const std::string umap_key = key_of(neighbors_key, join_key(settings.min_dist, settings.spread, settings.umap_epochs,
                                                                 settings.umap_components, settings.seed,
                                                                 settings.deterministic));

@@ -15,6 +15,9 @@ struct PipelineSettings {
     int num_pcs = 50;                ///< PCA components (n_comps)
     bool run_neighbors = true;
     int num_neighbors = 15;          ///< n_neighbors, self included as scanpy counts
+    /// kNN search: "auto" (exact below 8192 cells, else NN-descent), "exact", "nndescent"
+    /// or "hnsw" (knn_method_name's spelling).
+    std::string knn_method = "auto";
     bool run_umap = true;
     double min_dist = 0.5;
     double spread = 1.0;
@@ -25,7 +28,8 @@ struct PipelineSettings {
     std::string markers = "t-test";  ///< "t-test", "wilcoxon" or "" (skip)
     std::uint64_t seed = 0;          ///< random_state of every randomised step
     /// Bit-for-bit reproducible neighbours and UMAP for a seed, whatever the number of
-    /// threads: the HNSW index is built by one thread (queries stay parallel) and UMAP
+    /// threads: NN-descent and the exact search are so at any setting, an HNSW index is
+    /// built by one thread (queries stay parallel), and UMAP
     /// runs its deterministic SGD (UmapParallelism::Deterministic) instead of Hogwild.
     /// Slower. The kNN graph and UMAP of one PCA are also the same at any number of
     /// shards, but the PCA's reductions over shards round differently for different

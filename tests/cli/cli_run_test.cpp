@@ -203,6 +203,11 @@ TEST(CliRun, BadInputAndBadOptionsGiveTheDocumentedExitCodes) {
     EXPECT_EQ(result.exit_code, 2) << result.output;
     EXPECT_NE(result.output.find("--umap-components needs --umap"), std::string::npos) << result.output;
 
+    result = run_command(cli + " run " + shell_quote(synthetic_input(1500)) + " --neighbors 15 --knn-method annoy --out " +
+                         shell_quote(out) + " 2>&1");
+    EXPECT_EQ(result.exit_code, 2) << result.output;
+    EXPECT_NE(result.output.find("--knn-method"), std::string::npos) << result.output;
+
     result = run_command(cli + " run " + shell_quote(synthetic_input(1500)) + " --devices cpu:0 --out " +
                          shell_quote(out) + " 2>&1");
     EXPECT_EQ(result.exit_code, 2) << result.output;

@@ -408,6 +408,19 @@ TEST(Engine, InvalidSettingsAreRejectedNamingTheField) {
     } catch (const std::invalid_argument& error) {
         EXPECT_NE(std::string(error.what()).find("PipelineSettings::num_pcs"), std::string::npos);
     }
+    settings = {};
+    settings.knn_method = "annoy";
+    try {
+        settings.validate();
+        FAIL() << "expected std::invalid_argument";
+    } catch (const std::invalid_argument& error) {
+        EXPECT_NE(std::string(error.what()).find("PipelineSettings::knn_method"), std::string::npos);
+        EXPECT_NE(std::string(error.what()).find("annoy"), std::string::npos);
+    }
+    for (const char* method : {"auto", "exact", "nndescent", "hnsw"}) {
+        settings.knn_method = method;
+        EXPECT_NO_THROW(settings.validate()) << method;
+    }
     EXPECT_THROW(Engine(EngineConfig{"tpu:1"}), std::invalid_argument);
 }
 
