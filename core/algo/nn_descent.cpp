@@ -14,9 +14,6 @@
 #include <random>
 #include <stdexcept>
 #include <string>
-#include <chrono>
-#include <cstdio>
-#include <cstdlib>
 
 #include "core/algo/l2_kernel.hpp"
 #include "core/engine/JobContext.hpp"
@@ -329,15 +326,7 @@ NnDescentCandidates nn_descent(const DenseMatrix<float>& points, int num_dims, c
     if (params.leaf_size < 2 || params.leaf_size > kMaxList) fail("leaf_size must be in [2, 1024]");
     if (params.max_candidates < 1 || params.max_candidates > kMaxCandidates) fail("max_candidates must be in [1, 256]");
     if (params.max_iterations < 0 || !(params.delta >= 0.0)) fail("max_iterations and delta must be >= 0");
-    const bool trace = std::getenv("NND_TRACE") != nullptr;
-    auto last_time = std::chrono::steady_clock::now();
-    const auto start_time = last_time;
-    const auto lap = [&](const char* what) {
-        if (!trace) return;
-        const auto now = std::chrono::steady_clock::now();
-        std::fprintf(stderr, "  nnd %-12s %.3f s\n", what, std::chrono::duration<double>(now - last_time).count());
-        last_time = now;
-    };
+
     const std::size_t stride = l2_padded_size(static_cast<std::size_t>(num_dims));
 
     // Padded rows in input order for the first tree, whose leaf order then renumbers the
@@ -373,7 +362,6 @@ NnDescentCandidates nn_descent(const DenseMatrix<float>& points, int num_dims, c
             build_tree(rows, tree_orders[static_cast<std::size_t>(tree)], params.leaf_size, tree_seed(tree));
     });
     ctx.report(0.1 * kSearchShare);
-    lap("trees");
 
     // Initial graph: every leaf of every tree searched by brute force.
     NeighborLists lists(num_points, pool);
@@ -437,7 +425,6 @@ NnDescentCandidates nn_descent(const DenseMatrix<float>& points, int num_dims, c
     });
     lists.settle_inserted();
     ctx.report(0.25 * kSearchShare);
-    lap("leaves");
 
     // NN-descent rounds (pynndescent's nn_descent_internal_low_memory_parallel).
     const int max_candidates = params.max_candidates;
@@ -481,7 +468,6 @@ NnDescentCandidates nn_descent(const DenseMatrix<float>& points, int num_dims, c
         };
         offer_all(true);
         offer_all(false);
-        lap("offers");
         // Entries sampled as new candidates of their own point are joined this round: old from now on.
         for_points(num_points, ctx, [&](std::int32_t point) {
             std::int32_t sampled[kMaxCandidates];
@@ -526,9 +512,7 @@ NnDescentCandidates nn_descent(const DenseMatrix<float>& points, int num_dims, c
             });
             updates.apply(lists);
         }
-        lap("join");
         const std::int64_t changed = lists.settle_inserted();
-        if (trace) std::fprintf(stderr, "  nnd round %d changed %lld\n", round, static_cast<long long>(changed));
         result.iterations = round + 1;
         ctx.report((0.25 + 0.75 * static_cast<double>(round + 1) / params.max_iterations) * kSearchShare);
         if (changed <= threshold) break;
@@ -551,10 +535,6 @@ NnDescentCandidates nn_descent(const DenseMatrix<float>& points, int num_dims, c
         for (int slot = 0; slot < count; ++slot)
             result.indices[out + static_cast<std::size_t>(slot)] = original[static_cast<std::size_t>(neighbors[slot])];
     });
-    lap("rerank");
-    if (trace)
-        std::fprintf(stderr, "  nnd total %.3f s, %d rounds\n",
-                     std::chrono::duration<double>(std::chrono::steady_clock::now() - start_time).count(), result.iterations);
     return result;
 }
 
