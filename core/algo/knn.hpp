@@ -53,15 +53,18 @@ struct KnnOptions {
     /// timing). false = single-threaded insertion: the same seed gives the same index.
     bool hnsw_parallel_build = true;
     /// NN-descent: random-projection trees of the initial graph (each leaf searched by
-    /// brute force). >= 1.
-    int nndescent_trees = 4;
-    int nndescent_leaf_size = 32;  ///< NN-descent: largest tree leaf; >= 2
+    /// brute force). >= 1. The NN-descent defaults give a recall of about 0.994 against
+    /// the exact search on a 100k-cell, 50-PC synthetic set of 12 cell types (about what
+    /// HNSW with hnsw_ef 150 gives there) and 0.996 on neurons10k.
+    int nndescent_trees = 2;
+    int nndescent_leaf_size = 32;  ///< NN-descent: largest tree leaf; in [2, 1024]
     /// NN-descent: neighbours kept per cell while searching, beyond the num_neighbors - 1
-    /// returned (a longer list costs a little and raises the recall). >= 0.
-    int nndescent_extra = 16;
+    /// returned (a longer list costs a little and raises the recall). >= 0, and
+    /// num_neighbors - 1 + nndescent_extra <= 1024.
+    int nndescent_extra = 20;
     /// NN-descent: new (and old) candidates sampled per cell and round (pynndescent's
     /// max_candidates). In [1, 256].
-    int nndescent_max_candidates = 40;
+    int nndescent_max_candidates = 50;
     int nndescent_iterations = 10;   ///< NN-descent: rounds at most; >= 0
     /// NN-descent: stop when a round changes fewer than delta * num_cells * list length
     /// entries (pynndescent's delta). >= 0.

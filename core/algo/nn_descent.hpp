@@ -22,10 +22,10 @@ inline constexpr int kNnDescentMaxCandidates = 256;
 
 /// Parameters of nn_descent (nn_descent throws std::invalid_argument when out of range).
 struct NnDescentParams {
-    int pool = 21;            ///< neighbours kept per point, in [1, min(num_cells - 1, kNnDescentMaxList)]
-    int num_trees = 6;        ///< random-projection trees of the initial graph (>= 1)
+    int pool = 34;            ///< neighbours kept per point, in [1, min(num_cells - 1, kNnDescentMaxList)]
+    int num_trees = 2;        ///< random-projection trees of the initial graph (>= 1)
     int leaf_size = 32;       ///< largest leaf of a tree, in [2, kNnDescentMaxList]; leaves are searched by brute force
-    int max_candidates = 20;  ///< new (and old) candidates sampled per point and round, in [1, kNnDescentMaxCandidates]
+    int max_candidates = 50;  ///< new (and old) candidates sampled per point and round, in [1, kNnDescentMaxCandidates]
     int max_iterations = 10;  ///< NN-descent rounds at most (>= 0)
     double delta = 0.001;     ///< stop when fewer than delta * num_cells * pool entries changed in a round
     std::uint64_t seed = 0;   ///< trees and candidate sampling
