@@ -1,5 +1,9 @@
 #include "core/algo/leiden_optimiser.hpp"
 
+#include <tbb/blocked_range.h>
+#include <tbb/enumerable_thread_specific.h>
+#include <tbb/parallel_for.h>
+
 #include <algorithm>
 #include <cfloat>
 #include <numeric>
@@ -107,8 +111,6 @@ struct Workspace {
     std::vector<std::uint8_t> stable;
     std::vector<std::int64_t> member_offsets;
     std::vector<Node> members;
-    std::vector<Node> neighbour_comms;  ///< room for every community (collapse)
-    std::vector<double> weight_to_neighbour;
 
     explicit Workspace(Node num_nodes)
         : weight_to_comm(static_cast<std::size_t>(num_nodes), 0.0),
@@ -116,9 +118,7 @@ struct Workspace {
           added(static_cast<std::size_t>(num_nodes), 0),
           candidates(static_cast<std::size_t>(num_nodes) + 1),
           queue(static_cast<std::size_t>(num_nodes) + 1),
-          stable(static_cast<std::size_t>(num_nodes), 0),
-          neighbour_comms(static_cast<std::size_t>(num_nodes) + 1),
-          weight_to_neighbour(static_cast<std::size_t>(num_nodes), 0.0) {}
+          stable(static_cast<std::size_t>(num_nodes), 0) {}
 };
 
 /// Counts visits and checks for cancellation every few thousand of them.
@@ -178,24 +178,13 @@ void for_all_edges(const LevelGraph& graph, Node v, OnOut&& on_out, OnIn&& on_in
     for (; in < in_end; ++in) on_in(graph.in_sources[static_cast<std::size_t>(in)], graph.in_weights[static_cast<std::size_t>(in)]);
 }
 
-/// Fills in-edges, strengths and the total weight from the out-edges, whose stored
-/// order is the edge-id order (grouped by source, ascending).
-void finish_graph(LevelGraph& graph) {
+/// Fills the in-edges (each node's by increasing source, i.e. in edge-id order) and the
+/// in-strengths summed in that order from the out-edges.
+void add_in_edges(LevelGraph& graph) {
     const auto num_nodes = static_cast<std::size_t>(graph.num_nodes);
-    graph.strength_out.assign(num_nodes, 0.0);
-    graph.strength_in.assign(num_nodes, 0.0);
-    graph.total_weight = 0.0;
-    std::vector<std::int64_t> in_count(num_nodes + 1, 0);
-    for (std::size_t v = 0; v < num_nodes; ++v) {
-        for (auto edge = graph.out_offsets[v]; edge < graph.out_offsets[v + 1]; ++edge) {
-            const double weight = graph.out_weights[static_cast<std::size_t>(edge)];
-            graph.total_weight += weight;
-            graph.strength_out[v] += weight;
-            ++in_count[static_cast<std::size_t>(graph.out_targets[static_cast<std::size_t>(edge)]) + 1];
-        }
-    }
     graph.in_offsets.assign(num_nodes + 1, 0);
-    for (std::size_t v = 0; v < num_nodes; ++v) graph.in_offsets[v + 1] = graph.in_offsets[v] + in_count[v + 1];
+    for (const Node target : graph.out_targets) ++graph.in_offsets[static_cast<std::size_t>(target) + 1];
+    for (std::size_t v = 0; v < num_nodes; ++v) graph.in_offsets[v + 1] += graph.in_offsets[v];
     graph.in_sources.resize(graph.out_targets.size());
     graph.in_weights.resize(graph.out_weights.size());
     std::vector<std::int64_t> cursor(graph.in_offsets.begin(), graph.in_offsets.end() - 1);
@@ -207,10 +196,26 @@ void finish_graph(LevelGraph& graph) {
             graph.in_weights[slot] = graph.out_weights[static_cast<std::size_t>(edge)];
         }
     }
-    // In-edges of a node arrive by increasing source = edge-id order.
+    graph.strength_in.assign(num_nodes, 0.0);
     for (std::size_t v = 0; v < num_nodes; ++v)
         for (auto edge = graph.in_offsets[v]; edge < graph.in_offsets[v + 1]; ++edge)
             graph.strength_in[v] += graph.in_weights[static_cast<std::size_t>(edge)];
+}
+
+/// Fills in-edges, strengths and the total weight from the out-edges, whose stored
+/// order is the edge-id order (grouped by source, ascending).
+void finish_graph(LevelGraph& graph) {
+    const auto num_nodes = static_cast<std::size_t>(graph.num_nodes);
+    graph.strength_out.assign(num_nodes, 0.0);
+    graph.total_weight = 0.0;
+    for (std::size_t v = 0; v < num_nodes; ++v) {
+        for (auto edge = graph.out_offsets[v]; edge < graph.out_offsets[v + 1]; ++edge) {
+            const double weight = graph.out_weights[static_cast<std::size_t>(edge)];
+            graph.total_weight += weight;
+            graph.strength_out[v] += weight;
+        }
+    }
+    add_in_edges(graph);
 }
 
 /// Sets the symmetry flags once out-edges are in target order.
@@ -297,10 +302,9 @@ void allocate(Partition& partition, Node num_nodes) {
     partition.empty.clear();
 }
 
-/// MutableVertexPartition::init_admin for the current membership: sums over edges in
-/// edge-id order, which is the stored order of the out-edges (call it before
-/// sort_out_edges on a collapsed level).
-void init_admin(const LevelGraph& graph, Partition& partition) {
+/// The node part of MutableVertexPartition::init_admin for the current membership:
+/// community count, sizes and node counts; weights zeroed.
+void init_admin_nodes(const LevelGraph& graph, Partition& partition) {
     allocate(partition, graph.num_nodes);
     Node count = 0;
     for (const Node community : partition.membership) count = std::max(count, community + 1);
@@ -310,6 +314,19 @@ void init_admin(const LevelGraph& graph, Partition& partition) {
         partition.csize[community] += graph.node_size[v];
         partition.cnodes[community] += 1;
     }
+}
+
+/// The empty communities below the community count, once node counts are known.
+void init_admin_empty(Partition& partition) {
+    partition.empty.clear();
+    for (Node community = 0; community < partition.num_communities; ++community)
+        if (partition.cnodes[static_cast<std::size_t>(community)] == 0) partition.empty.push_back(community);
+}
+
+/// MutableVertexPartition::init_admin for the current membership: sums over edges in
+/// edge-id order, which is the stored order of the base graph's out-edges.
+void init_admin(const LevelGraph& graph, Partition& partition) {
+    init_admin_nodes(graph, partition);
     for (std::size_t v = 0; v < static_cast<std::size_t>(graph.num_nodes); ++v) {
         const auto from = static_cast<std::size_t>(partition.membership[v]);
         for (auto edge = graph.out_offsets[v]; edge < graph.out_offsets[v + 1]; ++edge) {
@@ -318,8 +335,7 @@ void init_admin(const LevelGraph& graph, Partition& partition) {
             partition.weight_to[static_cast<std::size_t>(partition.membership[static_cast<std::size_t>(graph.out_targets[static_cast<std::size_t>(edge)])])] += weight;
         }
     }
-    for (Node community = 0; community < count; ++community)
-        if (partition.cnodes[static_cast<std::size_t>(community)] == 0) partition.empty.push_back(community);
+    init_admin_empty(partition);
 }
 
 /// A partition of singletons (MutableVertexPartition(graph)): its community weights are
@@ -662,16 +678,43 @@ void merge_nodes_constrained(const LevelGraph& graph, Partition& partition, cons
     renumber(partition, ws.order);
 }
 
+/// The collapsed out-edges of a run of consecutive refined communities, built by one
+/// task of collapse(): each community's edges in igraph's order (by target), and for
+/// each edge in edge-id order (first appearance, the order leidenalg creates them in)
+/// its index within its community's row.
+struct CollapseChunk {
+    Node first = 0, last = 0;  ///< communities [first, last)
+    std::int64_t member_edges = 0;  ///< out-edges of their members (bounds the row lengths)
+    std::vector<Node> targets;
+    std::vector<double> weights;
+    std::vector<std::uint32_t> sorted_index;
+    std::vector<std::int64_t> degree;  ///< per community
+};
+
+/// Per thread of collapse(): a zeroed sum per community (left zeroed after each row)
+/// and the row being built.
+struct CollapseScratch {
+    std::vector<double> sums;
+    std::vector<std::uint64_t> keys;  ///< (target << 32) | rank of first appearance
+};
+
 /// Graph::collapse_graph on the refined partition, then the partition of the collapsed
 /// graph with `membership` (MutableVertexPartition::create(graph, membership)).
+/// Each community's row (its neighbour communities in order of first appearance over
+/// its members' out-edges by increasing member, and the summed weights) depends on the
+/// refined membership only, so the rows are built in parallel; every sum whose order
+/// is leidenalg's edge-id order (total weight, out-strengths, the collapsed partition's
+/// community weights) is then taken in that order, so the result is the same for any
+/// number of threads.
 LevelGraph collapse(const LevelGraph& graph, const Partition& refined, Partition& collapsed_partition, Workspace& ws,
-                    Cancellation& cancel) {
+                    JobContext& ctx) {
     const Node count = refined.num_communities;
     const auto num_nodes = static_cast<std::size_t>(graph.num_nodes);
+    const auto num_comms = static_cast<std::size_t>(count);
     // Members of each community by increasing node (get_communities).
-    ws.member_offsets.assign(static_cast<std::size_t>(count) + 1, 0);
+    ws.member_offsets.assign(num_comms + 1, 0);
     for (const Node community : refined.membership) ++ws.member_offsets[static_cast<std::size_t>(community) + 1];
-    for (std::size_t c = 0; c < static_cast<std::size_t>(count); ++c) ws.member_offsets[c + 1] += ws.member_offsets[c];
+    for (std::size_t c = 0; c < num_comms; ++c) ws.member_offsets[c + 1] += ws.member_offsets[c];
     ws.members.resize(num_nodes);
     {
         std::vector<std::int64_t> cursor(ws.member_offsets.begin(), ws.member_offsets.end() - 1);
@@ -680,65 +723,162 @@ LevelGraph collapse(const LevelGraph& graph, const Partition& refined, Partition
     }
     LevelGraph next;
     next.num_nodes = count;
-    next.out_offsets.assign(static_cast<std::size_t>(count) + 1, 0);
-    next.out_targets.reserve(graph.out_targets.size() / 2);
-    next.out_weights.reserve(graph.out_targets.size() / 2);
-    next.self_weight.assign(static_cast<std::size_t>(count), 0.0);
-    next.node_size.assign(static_cast<std::size_t>(count), 0);
-    for (Node c = 0; c < count; ++c) {
-        cancel.tick();
-        std::size_t num_neighbours = 0;
-        Node* const neighbour_comms = ws.neighbour_comms.data();
-        double* const sums = ws.weight_to_neighbour.data();
-        const Node* const refined_membership = refined.membership.data();
-        for (auto slot = ws.member_offsets[static_cast<std::size_t>(c)]; slot < ws.member_offsets[static_cast<std::size_t>(c) + 1]; ++slot) {
-            const auto v = static_cast<std::size_t>(ws.members[static_cast<std::size_t>(slot)]);
-            // Members are visited in node order across communities: prefetch ahead.
-            if (slot + 2 < static_cast<std::int64_t>(num_nodes)) prefetch_row(graph, ws.members[static_cast<std::size_t>(slot) + 2]);
-            if (slot + 1 < static_cast<std::int64_t>(num_nodes))
-                prefetch_neighbour_communities(graph, refined.membership, ws.members[static_cast<std::size_t>(slot) + 1]);
-            for (auto edge = graph.out_offsets[v]; edge < graph.out_offsets[v + 1]; ++edge) {
-                const Node u_comm = refined_membership[graph.out_targets[static_cast<std::size_t>(edge)]];
-                // Weights are > 0: a zero sum marks a community not met yet (kept
-                // without a branch, as in gather).
-                const double sum = sums[u_comm];
-                neighbour_comms[num_neighbours] = u_comm;
-                num_neighbours += sum == 0.0 ? 1 : 0;
-                sums[u_comm] = sum + graph.out_weights[static_cast<std::size_t>(edge)];
+    next.self_weight.assign(num_comms, 0.0);
+    next.node_size.assign(num_comms, 0);
+    next.strength_out.assign(num_comms, 0.0);
+    next.strength_in.assign(num_comms, 0.0);
+
+    // Chunks of about equal numbers of members' edges, several per thread.
+    constexpr std::int64_t kChunkEdges = 1 << 16;
+    std::vector<CollapseChunk> chunks;
+    {
+        Node first = 0;
+        std::int64_t edges = 0;
+        for (Node c = 0; c < count; ++c) {
+            for (auto slot = ws.member_offsets[static_cast<std::size_t>(c)]; slot < ws.member_offsets[static_cast<std::size_t>(c) + 1]; ++slot) {
+                const auto v = static_cast<std::size_t>(ws.members[static_cast<std::size_t>(slot)]);
+                edges += graph.out_offsets[v + 1] - graph.out_offsets[v] + 1;
+            }
+            if (edges >= kChunkEdges || c + 1 == count) {
+                chunks.emplace_back();
+                chunks.back().first = first;
+                chunks.back().last = c + 1;
+                chunks.back().member_edges = edges;
+                first = c + 1;
+                edges = 0;
             }
         }
-        for (std::size_t slot = 0; slot < num_neighbours; ++slot) {
-            const Node u_comm = neighbour_comms[slot];
-            const auto index = static_cast<std::size_t>(u_comm);
-            next.out_targets.push_back(u_comm);
-            next.out_weights.push_back(ws.weight_to_neighbour[index]);
-            if (u_comm == c) next.self_weight[static_cast<std::size_t>(c)] = ws.weight_to_neighbour[index];
-            ws.weight_to_neighbour[index] = 0.0;
-        }
-        next.out_offsets[static_cast<std::size_t>(c) + 1] = static_cast<std::int64_t>(next.out_targets.size());
-        next.node_size[static_cast<std::size_t>(c)] = refined.csize[static_cast<std::size_t>(c)];
     }
-    finish_graph(next);
-    // The collapsed partition's sums run over edges in edge-id order, i.e. before the
-    // out-edges are put in igraph's target order.
-    init_admin(next, collapsed_partition);
-    // Then igraph's order: each node's out-edges by target (targets are distinct).
-    std::vector<std::pair<Node, double>> segment;
-    for (Node c = 0; c < count; ++c) {
-        const auto begin = static_cast<std::size_t>(next.out_offsets[static_cast<std::size_t>(c)]);
-        const auto end = static_cast<std::size_t>(next.out_offsets[static_cast<std::size_t>(c) + 1]);
-        if (std::is_sorted(next.out_targets.begin() + static_cast<std::ptrdiff_t>(begin),
-                           next.out_targets.begin() + static_cast<std::ptrdiff_t>(end)))
-            continue;
-        segment.clear();
-        for (std::size_t edge = begin; edge < end; ++edge) segment.emplace_back(next.out_targets[edge], next.out_weights[edge]);
-        std::sort(segment.begin(), segment.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-        for (std::size_t edge = begin; edge < end; ++edge) {
-            next.out_targets[edge] = segment[edge - begin].first;
-            next.out_weights[edge] = segment[edge - begin].second;
+    tbb::enumerable_thread_specific<CollapseScratch> scratch;
+    tbb::parallel_for(tbb::blocked_range<std::size_t>(0, chunks.size(), 1), [&](const tbb::blocked_range<std::size_t>& range) {
+        CollapseScratch& local = scratch.local();
+        if (local.sums.size() < num_comms) {
+            local.sums.assign(num_comms, 0.0);
+            local.keys.resize(num_comms + 1);
         }
+        double* const sums = local.sums.data();
+        std::uint64_t* const keys = local.keys.data();
+        const Node* const refined_membership = refined.membership.data();
+        for (std::size_t chunk_index = range.begin(); chunk_index != range.end(); ++chunk_index) {
+            ctx.checkpoint();
+            CollapseChunk& chunk = chunks[chunk_index];
+            chunk.targets.reserve(static_cast<std::size_t>(chunk.member_edges));
+            chunk.weights.reserve(static_cast<std::size_t>(chunk.member_edges));
+            chunk.sorted_index.reserve(static_cast<std::size_t>(chunk.member_edges));
+            chunk.degree.reserve(static_cast<std::size_t>(chunk.last - chunk.first));
+            const auto slot_end = ws.member_offsets[static_cast<std::size_t>(chunk.last)];
+            for (Node c = chunk.first; c < chunk.last; ++c) {
+                std::size_t num_neighbours = 0;
+                for (auto slot = ws.member_offsets[static_cast<std::size_t>(c)]; slot < ws.member_offsets[static_cast<std::size_t>(c) + 1]; ++slot) {
+                    const auto v = static_cast<std::size_t>(ws.members[static_cast<std::size_t>(slot)]);
+                    // Members are visited in node order across communities: prefetch ahead.
+                    if (slot + 2 < slot_end) prefetch_row(graph, ws.members[static_cast<std::size_t>(slot) + 2]);
+                    if (slot + 1 < slot_end) prefetch_neighbour_communities(graph, refined.membership, ws.members[static_cast<std::size_t>(slot) + 1]);
+                    for (auto edge = graph.out_offsets[v]; edge < graph.out_offsets[v + 1]; ++edge) {
+                        const Node u_comm = refined_membership[graph.out_targets[static_cast<std::size_t>(edge)]];
+                        // Weights are > 0: a zero sum marks a community not met yet (kept
+                        // without a branch, as in gather).
+                        const double sum = sums[u_comm];
+                        keys[num_neighbours] = (static_cast<std::uint64_t>(u_comm) << 32) | num_neighbours;
+                        num_neighbours += sum == 0.0 ? 1 : 0;
+                        sums[u_comm] = sum + graph.out_weights[static_cast<std::size_t>(edge)];
+                    }
+                }
+                const auto index = static_cast<std::size_t>(c);
+                // Graph::init_admin's strength: the row's weights in edge-id order.
+                double strength = 0.0;
+                for (std::size_t rank = 0; rank < num_neighbours; ++rank) strength += sums[keys[rank] >> 32];
+                next.strength_out[index] = strength;
+                next.self_weight[index] = sums[index];
+                next.node_size[index] = refined.csize[index];
+                std::sort(keys, keys + num_neighbours);
+                const std::size_t row = chunk.targets.size();
+                chunk.sorted_index.resize(row + num_neighbours);
+                for (std::size_t position = 0; position < num_neighbours; ++position) {
+                    const auto target = static_cast<Node>(keys[position] >> 32);
+                    chunk.targets.push_back(target);
+                    chunk.weights.push_back(sums[target]);
+                    sums[target] = 0.0;
+                    chunk.sorted_index[row + (keys[position] & 0xFFFFFFFFu)] = static_cast<std::uint32_t>(position);
+                }
+                chunk.degree.push_back(static_cast<std::int64_t>(num_neighbours));
+            }
+        }
+    });
+    ctx.checkpoint();
+    next.out_offsets.assign(num_comms + 1, 0);
+    std::vector<std::int64_t> chunk_offsets(chunks.size() + 1, 0);
+    for (std::size_t chunk_index = 0; chunk_index < chunks.size(); ++chunk_index) {
+        const CollapseChunk& chunk = chunks[chunk_index];
+        for (Node c = chunk.first; c < chunk.last; ++c)
+            next.out_offsets[static_cast<std::size_t>(c) + 1] =
+                next.out_offsets[static_cast<std::size_t>(c)] + chunk.degree[static_cast<std::size_t>(c - chunk.first)];
+        chunk_offsets[chunk_index + 1] = chunk_offsets[chunk_index] + static_cast<std::int64_t>(chunk.targets.size());
     }
-    detect_symmetry(next);
+    const auto num_edges = static_cast<std::size_t>(chunk_offsets.back());
+    next.out_targets.resize(num_edges);
+    next.out_weights.resize(num_edges);
+    tbb::parallel_for(tbb::blocked_range<std::size_t>(0, chunks.size(), 1), [&](const tbb::blocked_range<std::size_t>& range) {
+        for (std::size_t chunk_index = range.begin(); chunk_index != range.end(); ++chunk_index) {
+            const CollapseChunk& chunk = chunks[chunk_index];
+            const auto offset = static_cast<std::ptrdiff_t>(chunk_offsets[chunk_index]);
+            std::copy(chunk.targets.begin(), chunk.targets.end(), next.out_targets.begin() + offset);
+            std::copy(chunk.weights.begin(), chunk.weights.end(), next.out_weights.begin() + offset);
+        }
+    });
+
+    // Sums in edge-id order: the total weight (Graph::init_admin) and the collapsed
+    // partition's community weights (MutableVertexPartition::init_admin).
+    init_admin_nodes(next, collapsed_partition);
+    {
+        const Node* const membership = collapsed_partition.membership.data();
+        double* const weight_from = collapsed_partition.weight_from.data();
+        double* const weight_to = collapsed_partition.weight_to.data();
+        double total = 0.0;
+        for (const CollapseChunk& chunk : chunks) {
+            std::size_t row = 0;
+            for (Node c = chunk.first; c < chunk.last; ++c) {
+                const auto degree = static_cast<std::size_t>(chunk.degree[static_cast<std::size_t>(c - chunk.first)]);
+                const std::size_t from = static_cast<std::size_t>(membership[static_cast<std::size_t>(c)]);
+                for (std::size_t rank = 0; rank < degree; ++rank) {
+                    const std::size_t edge = row + chunk.sorted_index[row + rank];
+                    const double weight = chunk.weights[edge];
+                    total += weight;
+                    weight_from[from] += weight;
+                    weight_to[static_cast<std::size_t>(membership[static_cast<std::size_t>(chunk.targets[edge])])] += weight;
+                }
+                row += degree;
+            }
+        }
+        next.total_weight = total;
+        init_admin_empty(collapsed_partition);
+    }
+    chunks.clear();
+    chunks.shrink_to_fit();
+
+    if (graph.symmetric_structure) {
+        // c -> d is an edge exactly when d -> c is: the in-edges of c, by increasing
+        // source, go to its out-edges' targets; they carry the reverse edges' weights,
+        // scattered source by source, and its in-strength sums them in that (edge-id)
+        // order.
+        next.symmetric_structure = true;
+        next.in_offsets = next.out_offsets;
+        next.in_sources = next.out_targets;
+        next.in_weights.resize(num_edges);
+        std::vector<std::int64_t> cursor(next.out_offsets.begin(), next.out_offsets.end() - 1);
+        for (std::size_t c = 0; c < num_comms; ++c) {
+            for (auto edge = next.out_offsets[c]; edge < next.out_offsets[c + 1]; ++edge) {
+                const auto target = static_cast<std::size_t>(next.out_targets[static_cast<std::size_t>(edge)]);
+                const double weight = next.out_weights[static_cast<std::size_t>(edge)];
+                next.in_weights[static_cast<std::size_t>(cursor[target]++)] = weight;
+                next.strength_in[target] += weight;
+            }
+        }
+        next.symmetric_weights = next.in_weights == next.out_weights;
+    } else {
+        add_in_edges(next);
+        detect_symmetry(next);
+    }
     return next;
 }
 
@@ -778,7 +918,7 @@ double optimise_partition(const LevelGraph& base, Partition& base_partition, boo
         next_partition.membership.assign(static_cast<std::size_t>(refined.num_communities), 0);
         for (std::size_t v = 0; v < static_cast<std::size_t>(graph->num_nodes); ++v)
             next_partition.membership[static_cast<std::size_t>(refined.membership[v])] = partition->membership[v];
-        LevelGraph next_graph = collapse(*graph, refined, next_partition, ws, cancel);
+        LevelGraph next_graph = collapse(*graph, refined, next_partition, ws, cancel.ctx);
         level_graph = std::move(next_graph);
         level_partition = std::move(next_partition);
         graph = &level_graph;
