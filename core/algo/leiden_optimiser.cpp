@@ -3,8 +3,10 @@
 #include <tbb/blocked_range.h>
 #include <tbb/enumerable_thread_specific.h>
 #include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cfloat>
 #include <numeric>
 #include <stdexcept>
@@ -99,26 +101,40 @@ void shuffle(std::vector<Node>& nodes, Rng& rng) {
     }
 }
 
-/// Buffers reused across levels and passes, sized for the largest (first) level.
-struct Workspace {
+/// One node's weights to and from its neighbouring communities (leidenalg's
+/// cache_neigh_communities), sized for every community of the largest level and left
+/// zeroed between nodes.
+struct Gathered {
     std::vector<double> weight_to_comm;    ///< per community: weight of v's out-edges into it
     std::vector<double> weight_from_comm;  ///< per community: weight of v's in-edges from it
     std::vector<std::uint8_t> added;
     std::vector<Node> candidates;       ///< num_candidates used; room for every community
     std::size_t num_candidates = 0;
+
+    explicit Gathered(Node num_nodes)
+        : weight_to_comm(static_cast<std::size_t>(num_nodes), 0.0),
+          weight_from_comm(static_cast<std::size_t>(num_nodes), 0.0),
+          added(static_cast<std::size_t>(num_nodes), 0),
+          candidates(static_cast<std::size_t>(num_nodes) + 1) {}
+};
+
+/// Buffers reused across levels and passes, sized for the largest (first) level.
+struct Workspace {
+    Node num_nodes = 0;
+    Gathered gathered;
+    /// One more per extra task of the refinement (created on first use).
+    std::vector<Gathered> refine_gathered;
     std::vector<Node> order;
     std::vector<Node> queue;
     std::vector<std::uint8_t> stable;
     std::vector<std::int64_t> member_offsets;
     std::vector<Node> members;
 
-    explicit Workspace(Node num_nodes)
-        : weight_to_comm(static_cast<std::size_t>(num_nodes), 0.0),
-          weight_from_comm(static_cast<std::size_t>(num_nodes), 0.0),
-          added(static_cast<std::size_t>(num_nodes), 0),
-          candidates(static_cast<std::size_t>(num_nodes) + 1),
-          queue(static_cast<std::size_t>(num_nodes) + 1),
-          stable(static_cast<std::size_t>(num_nodes), 0) {}
+    explicit Workspace(Node nodes)
+        : num_nodes(nodes),
+          gathered(nodes),
+          queue(static_cast<std::size_t>(nodes) + 1),
+          stable(static_cast<std::size_t>(nodes), 0) {}
 };
 
 /// Counts visits and checks for cancellation every few thousand of them.
@@ -131,12 +147,26 @@ struct Cancellation {
 };
 
 /// Hides memory latency of the random accesses ahead of use (no effect on results):
-/// the edge row of a node visited two steps later, and the community of every
-/// neighbour of the node visited next.
+/// a node's own entries three visits ahead, its edge row two visits ahead, and the
+/// community of every neighbour of the node visited next.
+inline void prefetch_node(const LevelGraph& graph, const std::vector<Node>& membership, Node v) {
+    const auto node = static_cast<std::size_t>(v);
+    __builtin_prefetch(graph.out_offsets.data() + node);
+    __builtin_prefetch(membership.data() + node);
+    __builtin_prefetch(graph.strength_out.data() + node);
+    __builtin_prefetch(graph.strength_in.data() + node);
+    __builtin_prefetch(graph.self_weight.data() + node);
+}
 inline void prefetch_row(const LevelGraph& graph, Node v) {
-    const auto begin = graph.out_offsets[static_cast<std::size_t>(v)];
-    __builtin_prefetch(graph.out_targets.data() + begin);
-    __builtin_prefetch(graph.out_weights.data() + begin);
+    constexpr std::size_t kLine = 64;
+    const auto begin = static_cast<std::size_t>(graph.out_offsets[static_cast<std::size_t>(v)]);
+    const auto end = static_cast<std::size_t>(graph.out_offsets[static_cast<std::size_t>(v) + 1]);
+    const char* const targets = reinterpret_cast<const char*>(graph.out_targets.data());
+    const char* const weights = reinterpret_cast<const char*>(graph.out_weights.data());
+    for (std::size_t byte = begin * sizeof(Node); byte < end * sizeof(Node); byte += kLine) __builtin_prefetch(targets + byte);
+    __builtin_prefetch(targets + end * sizeof(Node) - 1);
+    for (std::size_t byte = begin * sizeof(double); byte < end * sizeof(double); byte += kLine) __builtin_prefetch(weights + byte);
+    __builtin_prefetch(weights + end * sizeof(double) - 1);
 }
 inline void prefetch_neighbour_communities(const LevelGraph& graph, const std::vector<Node>& membership, Node v) {
     const auto begin = static_cast<std::size_t>(graph.out_offsets[static_cast<std::size_t>(v)]);
@@ -367,8 +397,22 @@ Node empty_community(Partition& partition, Node num_nodes) {
     return partition.empty.back();
 }
 
-/// MutableVertexPartition::move_node, in its order of updates.
-void move_node(const LevelGraph& graph, Partition& partition, Node v, Node new_comm) {
+/// The community of node `u`. With kShared the membership is being written by other
+/// tasks of the refinement (for nodes of other constraint communities; what is read
+/// for those is only ever discarded), so it is read atomically.
+template <bool kShared>
+inline Node community_of(const Node* membership, Node u) {
+    if constexpr (kShared) {
+        return std::atomic_ref<Node>(const_cast<Node&>(membership[u])).load(std::memory_order_relaxed);
+    } else {
+        return membership[u];
+    }
+}
+
+/// MutableVertexPartition::move_node without its bookkeeping of empty communities:
+/// node counts, sizes and community weights, in leidenalg's order of updates.
+template <bool kShared>
+void move_node_admin(const LevelGraph& graph, Partition& partition, Node v, Node new_comm) {
     const auto node = static_cast<std::size_t>(v);
     const Node old_comm = partition.membership[node];
     const auto old_index = static_cast<std::size_t>(old_comm);
@@ -376,13 +420,15 @@ void move_node(const LevelGraph& graph, Partition& partition, Node v, Node new_c
     const std::int64_t size = graph.node_size[node];
     partition.cnodes[old_index] -= 1;
     partition.csize[old_index] -= size;
-    if (partition.cnodes[old_index] == 0) partition.empty.push_back(old_comm);
-    if (partition.cnodes[new_index] == 0) {
-        const auto found = std::find(partition.empty.rbegin(), partition.empty.rend(), new_comm);
-        if (found != partition.empty.rend()) partition.empty.erase(std::next(found).base());
-    }
     partition.cnodes[new_index] += 1;
     partition.csize[new_index] += size;
+    const auto set_membership = [&] {
+        if constexpr (kShared) {
+            std::atomic_ref<Node>(partition.membership[node]).store(new_comm, std::memory_order_relaxed);
+        } else {
+            partition.membership[node] = new_comm;
+        }
+    };
     // Edge by edge, as leidenalg updates them (the rounding follows the same steps).
     if (graph.symmetric_weights) {
         // In-edges carry the out-edges' weights in the same order: one walk.
@@ -399,7 +445,7 @@ void move_node(const LevelGraph& graph, Partition& partition, Node v, Node new_c
         partition.weight_from[new_index] = from_new;
         partition.weight_to[old_index] = to_old;
         partition.weight_to[new_index] = to_new;
-        partition.membership[node] = new_comm;
+        set_membership();
         return;
     }
     double from_old = partition.weight_from[old_index], from_new = partition.weight_from[new_index];
@@ -418,7 +464,19 @@ void move_node(const LevelGraph& graph, Partition& partition, Node v, Node new_c
     }
     partition.weight_to[old_index] = to_old;
     partition.weight_to[new_index] = to_new;
-    partition.membership[node] = new_comm;
+    set_membership();
+}
+
+/// MutableVertexPartition::move_node, in its order of updates (the stack of empty
+/// communities first: it does not depend on the rest).
+void move_node(const LevelGraph& graph, Partition& partition, Node v, Node new_comm) {
+    const Node old_comm = partition.membership[static_cast<std::size_t>(v)];
+    if (partition.cnodes[static_cast<std::size_t>(old_comm)] == 1) partition.empty.push_back(old_comm);
+    if (partition.cnodes[static_cast<std::size_t>(new_comm)] == 0) {
+        const auto found = std::find(partition.empty.rbegin(), partition.empty.rend(), new_comm);
+        if (found != partition.empty.rend()) partition.empty.erase(std::next(found).base());
+    }
+    move_node_admin<false>(graph, partition, v, new_comm);
 }
 
 /// MutableVertexPartition::renumber_communities: by decreasing size, then decreasing
@@ -490,7 +548,8 @@ private:
 /// Accumulates v's weights to and from each neighbouring community (leidenalg's
 /// cache_neigh_communities for IGRAPH_OUT and IGRAPH_IN) and lists the communities in
 /// order of first appearance among v's neighbours in igraph's IGRAPH_ALL order.
-void gather(const LevelGraph& graph, const Partition& partition, Node v, Workspace& ws) {
+template <bool kShared = false>
+void gather(const LevelGraph& graph, const Partition& partition, Node v, Gathered& ws) {
     Node* const candidates = ws.candidates.data();
     std::size_t count = 0;
     if (graph.symmetric_weights) {
@@ -505,7 +564,7 @@ void gather(const LevelGraph& graph, const Partition& partition, Node v, Workspa
         const Node* const membership = partition.membership.data();
         double* const sums = ws.weight_to_comm.data();
         for (std::size_t edge = begin; edge < end; ++edge) {
-            const Node community = membership[targets[edge]];
+            const Node community = community_of<kShared>(membership, targets[edge]);
             const double sum = sums[community];
             candidates[count] = community;
             count += sum == 0.0 ? 1 : 0;
@@ -524,12 +583,12 @@ void gather(const LevelGraph& graph, const Partition& partition, Node v, Workspa
     for_all_edges(
         graph, v,
         [&](Node target, double weight) {
-            const Node community = partition.membership[static_cast<std::size_t>(target)];
+            const Node community = community_of<kShared>(partition.membership.data(), target);
             ws.weight_to_comm[static_cast<std::size_t>(community)] += weight;
             touch(community);
         },
         [&](Node source, double weight) {
-            const Node community = partition.membership[static_cast<std::size_t>(source)];
+            const Node community = community_of<kShared>(partition.membership.data(), source);
             ws.weight_from_comm[static_cast<std::size_t>(community)] += weight;
             touch(community);
         });
@@ -537,11 +596,11 @@ void gather(const LevelGraph& graph, const Partition& partition, Node v, Workspa
 }
 
 /// v's weight from `community` as gathered (leidenalg's weight_from_comm).
-inline double weight_from(const LevelGraph& graph, const Workspace& ws, std::size_t community) {
+inline double weight_from(const LevelGraph& graph, const Gathered& ws, std::size_t community) {
     return graph.symmetric_weights ? ws.weight_to_comm[community] : ws.weight_from_comm[community];
 }
 
-void clear_gathered(Workspace& ws) {
+void clear_gathered(Gathered& ws) {
     for (std::size_t slot = 0; slot < ws.num_candidates; ++slot) {
         const auto index = static_cast<std::size_t>(ws.candidates[slot]);
         ws.weight_to_comm[index] = 0.0;
@@ -550,7 +609,7 @@ void clear_gathered(Workspace& ws) {
     }
 }
 
-DiffMove diff_for(const LevelGraph& graph, const Partition& partition, Node v, double resolution, const Workspace& ws) {
+DiffMove diff_for(const LevelGraph& graph, const Partition& partition, Node v, double resolution, const Gathered& ws) {
     const auto node = static_cast<std::size_t>(v);
     const auto old_index = static_cast<std::size_t>(partition.membership[node]);
     return DiffMove(resolution, graph.total_weight, graph.strength_out[node], graph.strength_in[node], graph.self_weight[node],
@@ -572,28 +631,33 @@ double move_nodes(const LevelGraph& graph, Partition& partition, double resoluti
     for (const Node v : ws.order) ws.queue[tail++] = v;
     std::fill(ws.stable.begin(), ws.stable.begin() + num_nodes, 0);
     double total_improvement = 0.0;
+    Gathered& gathered = ws.gathered;
     while (head != tail) {
         const Node v = ws.queue[head];
         head = head + 1 == capacity ? 0 : head + 1;
         cancel.tick();
         if (head != tail) {
             const std::size_t next = head + 1 == capacity ? 0 : head + 1;
-            if (next != tail) prefetch_row(graph, ws.queue[next]);
+            if (next != tail) {
+                prefetch_row(graph, ws.queue[next]);
+                const std::size_t after = next + 1 == capacity ? 0 : next + 1;
+                if (after != tail) prefetch_node(graph, partition.membership, ws.queue[after]);
+            }
             prefetch_neighbour_communities(graph, partition.membership, ws.queue[head]);
         }
         const auto node = static_cast<std::size_t>(v);
         const Node v_comm = partition.membership[node];
-        gather(graph, partition, v, ws);
-        const std::size_t num_neighbour_comms = ws.num_candidates;
+        gather(graph, partition, v, gathered);
+        const std::size_t num_neighbour_comms = gathered.num_candidates;
         Node empty = -1;
         if (partition.cnodes[static_cast<std::size_t>(v_comm)] > 1) empty = empty_community(partition, num_nodes);
-        const DiffMove diff = diff_for(graph, partition, v, resolution, ws);
+        const DiffMove diff = diff_for(graph, partition, v, resolution, gathered);
         Node max_comm = v_comm;
         double max_improvement = 10 * DBL_EPSILON;
         for (std::size_t index = 0; index <= num_neighbour_comms; ++index) {
             Node community;
             if (index < num_neighbour_comms) {
-                community = ws.candidates[index];
+                community = gathered.candidates[index];
             } else {
                 if (empty < 0) break;
                 community = empty;
@@ -601,13 +665,13 @@ double move_nodes(const LevelGraph& graph, Partition& partition, double resoluti
             if (community == v_comm) continue;  // diff_move is 0 there
             const auto c = static_cast<std::size_t>(community);
             const double improvement =
-                diff(ws.weight_to_comm[c], weight_from(graph, ws, c), partition.weight_from[c], partition.weight_to[c]);
+                diff(gathered.weight_to_comm[c], weight_from(graph, gathered, c), partition.weight_from[c], partition.weight_to[c]);
             if (improvement > max_improvement) {
                 max_comm = community;
                 max_improvement = improvement;
             }
         }
-        clear_gathered(ws);
+        clear_gathered(gathered);
         ws.stable[node] = 1;
         if (max_comm != v_comm) {
             total_improvement += max_improvement;
@@ -627,41 +691,42 @@ double move_nodes(const LevelGraph& graph, Partition& partition, double resoluti
     return total_improvement;
 }
 
-/// Optimiser::merge_nodes_constrained with leidenalg's refine_consider_comms default,
-/// ALL_NEIGH_COMMS: one pass over the nodes in random order; a node still alone in its
-/// community merges into the neighbouring community (within its community of
-/// `constraint`) that improves the quality most, ties going to the later candidate
-/// (`>=`), provided the quality does not drop.
-void merge_nodes_constrained(const LevelGraph& graph, Partition& partition, const std::vector<Node>& constraint,
-                             double resolution, Rng& rng, Workspace& ws, Cancellation& cancel) {
-    const Node num_nodes = graph.num_nodes;
-    ws.order.resize(static_cast<std::size_t>(num_nodes));
-    std::iota(ws.order.begin(), ws.order.end(), 0);
-    shuffle(ws.order, rng);
+/// The refinement's decisions for the nodes `order[0, count)` (in that order), which
+/// are all the nodes of some constraint communities: a node's candidates, the weights
+/// it compares and the communities it can join lie in its own constraint community, so
+/// groups of constraint communities are refined independently, each in the shuffled
+/// order, with the same decisions and sums as one pass over all nodes. With kShared,
+/// other groups run at the same time (the stack of empty communities is not kept; the
+/// renumbering that follows rebuilds it).
+template <bool kShared>
+void refine_nodes(const LevelGraph& graph, Partition& partition, const std::vector<Node>& constraint, double resolution,
+                  const Node* order, std::size_t count, Gathered& gathered, JobContext& ctx) {
     // The partition starts as singletons and merges stay inside a constraint community.
     // Community c starts as {c}; while non-empty it still holds node c (only singletons
     // move), so node c's constraint is the community's.
     const std::vector<Node>& community_constraint = constraint;
-    for (std::size_t position = 0; position < ws.order.size(); ++position) {
-        const Node v = ws.order[position];
-        cancel.tick();
-        if (position + 2 < ws.order.size()) prefetch_row(graph, ws.order[position + 2]);
-        if (position + 1 < ws.order.size()) prefetch_neighbour_communities(graph, partition.membership, ws.order[position + 1]);
+    for (std::size_t position = 0; position < count; ++position) {
+        const Node v = order[position];
+        if ((position & 0xFFFu) == 0xFFFu) ctx.checkpoint();
+        if (position + 3 < count) prefetch_node(graph, partition.membership, order[position + 3]);
+        if (position + 2 < count) prefetch_row(graph, order[position + 2]);
+        if (position + 1 < count) prefetch_neighbour_communities(graph, partition.membership, order[position + 1]);
         const auto node = static_cast<std::size_t>(v);
         const Node v_comm = partition.membership[node];
         if (partition.cnodes[static_cast<std::size_t>(v_comm)] != 1) continue;
         const Node v_constraint = constraint[node];
         // Weights of v to every neighbouring community (all of v's edges, as
         // cache_neigh_communities), candidates restricted to v's constraint community.
-        gather(graph, partition, v, ws);
-        const DiffMove diff = diff_for(graph, partition, v, resolution, ws);
+        gather<kShared>(graph, partition, v, gathered);
+        const DiffMove diff = diff_for(graph, partition, v, resolution, gathered);
         Node max_comm = v_comm;
         double max_improvement = 0.0;
         const auto consider = [&](Node community) {
             const auto c = static_cast<std::size_t>(community);
             const double improvement =
-                community == v_comm ? 0.0
-                                    : diff(ws.weight_to_comm[c], weight_from(graph, ws, c), partition.weight_from[c], partition.weight_to[c]);
+                community == v_comm
+                    ? 0.0
+                    : diff(gathered.weight_to_comm[c], weight_from(graph, gathered, c), partition.weight_from[c], partition.weight_to[c]);
             if (improvement >= max_improvement) {
                 max_comm = community;
                 max_improvement = improvement;
@@ -670,11 +735,65 @@ void merge_nodes_constrained(const LevelGraph& graph, Partition& partition, cons
         // Distinct communities of neighbours in v's constraint community, in order of
         // first appearance: the neighbouring communities restricted to the constraint
         // (refined communities never straddle two constraint ones).
-        for (std::size_t slot = 0; slot < ws.num_candidates; ++slot)
-            if (const Node community = ws.candidates[slot]; community_constraint[static_cast<std::size_t>(community)] == v_constraint) consider(community);
-        clear_gathered(ws);
-        if (max_comm != v_comm) move_node(graph, partition, v, max_comm);
+        for (std::size_t slot = 0; slot < gathered.num_candidates; ++slot)
+            if (const Node community = gathered.candidates[slot]; community_constraint[static_cast<std::size_t>(community)] == v_constraint)
+                consider(community);
+        clear_gathered(gathered);
+        if (max_comm != v_comm) move_node_admin<kShared>(graph, partition, v, max_comm);
     }
+}
+
+/// Optimiser::merge_nodes_constrained with leidenalg's refine_consider_comms default,
+/// ALL_NEIGH_COMMS: one pass over the nodes in random order; a node still alone in its
+/// community merges into the neighbouring community (within its community of
+/// `constraint`, which has `num_constraint_comms` communities) that improves the
+/// quality most, ties going to the later candidate (`>=`), provided the quality does
+/// not drop. Groups of constraint communities run in parallel (refine_nodes).
+void merge_nodes_constrained(const LevelGraph& graph, Partition& partition, const std::vector<Node>& constraint,
+                             Node num_constraint_comms, double resolution, Rng& rng, Workspace& ws, JobContext& ctx) {
+    const Node num_nodes = graph.num_nodes;
+    ws.order.resize(static_cast<std::size_t>(num_nodes));
+    std::iota(ws.order.begin(), ws.order.end(), 0);
+    shuffle(ws.order, rng);
+    constexpr Node kMinParallelNodes = 4096;
+    const auto num_tasks = static_cast<std::size_t>(
+        std::min<Node>(std::min<Node>(tbb::this_task_arena::max_concurrency(), num_constraint_comms), 64));
+    if (num_tasks <= 1 || num_nodes < kMinParallelNodes) {
+        refine_nodes<false>(graph, partition, constraint, resolution, ws.order.data(), ws.order.size(), ws.gathered, ctx);
+    } else {
+        // Constraint communities to tasks, largest first to the task with fewest nodes.
+        const auto num_comms = static_cast<std::size_t>(num_constraint_comms);
+        std::vector<std::int64_t> comm_nodes(num_comms, 0);
+        for (const Node community : constraint) ++comm_nodes[static_cast<std::size_t>(community)];
+        std::vector<Node> by_size(num_comms);
+        std::iota(by_size.begin(), by_size.end(), 0);
+        std::sort(by_size.begin(), by_size.end(), [&](Node a, Node b) {
+            return comm_nodes[static_cast<std::size_t>(a)] > comm_nodes[static_cast<std::size_t>(b)];
+        });
+        std::vector<std::int64_t> task_nodes(num_tasks, 0);
+        std::vector<std::uint32_t> task_of(num_comms, 0);
+        for (const Node community : by_size) {
+            const auto lightest = static_cast<std::size_t>(std::min_element(task_nodes.begin(), task_nodes.end()) - task_nodes.begin());
+            task_of[static_cast<std::size_t>(community)] = static_cast<std::uint32_t>(lightest);
+            task_nodes[lightest] += comm_nodes[static_cast<std::size_t>(community)];
+        }
+        // Each task's nodes in the shuffled order.
+        std::vector<std::size_t> task_offsets(num_tasks + 1, 0);
+        for (std::size_t task = 0; task < num_tasks; ++task) task_offsets[task + 1] = task_offsets[task] + static_cast<std::size_t>(task_nodes[task]);
+        ws.members.resize(static_cast<std::size_t>(num_nodes));
+        {
+            std::vector<std::size_t> cursor(task_offsets.begin(), task_offsets.end() - 1);
+            for (const Node v : ws.order)
+                ws.members[cursor[task_of[static_cast<std::size_t>(constraint[static_cast<std::size_t>(v)])]]++] = v;
+        }
+        while (ws.refine_gathered.size() + 1 < num_tasks) ws.refine_gathered.emplace_back(ws.num_nodes);
+        tbb::parallel_for(tbb::blocked_range<std::size_t>(0, num_tasks, 1), [&](const tbb::blocked_range<std::size_t>& range) {
+            for (std::size_t task = range.begin(); task != range.end(); ++task)
+                refine_nodes<true>(graph, partition, constraint, resolution, ws.members.data() + task_offsets[task],
+                                   task_offsets[task + 1] - task_offsets[task], task == 0 ? ws.gathered : ws.refine_gathered[task - 1], ctx);
+        });
+    }
+    ctx.checkpoint();
     renumber(partition, ws.order);
 }
 
@@ -909,7 +1028,7 @@ double optimise_partition(const LevelGraph& base, Partition& base_partition, boo
             base_needs_init = true;
         }
         singletons(*graph, refined);
-        merge_nodes_constrained(*graph, refined, partition->membership, resolution, rng, ws, cancel);
+        merge_nodes_constrained(*graph, refined, partition->membership, partition->num_communities, resolution, rng, ws, cancel.ctx);
         for (auto& node : aggregate) node = refined.membership[static_cast<std::size_t>(node)];
         const bool aggregate_further =
             refined.num_communities < graph->num_nodes && graph->num_nodes > partition->num_communities;
