@@ -61,6 +61,13 @@ struct LevelGraph {
     bool symmetric_weights = false;
 };
 
+/// A community's total_weight_from_comm and total_weight_to_comm, side by side (read
+/// together for every candidate community).
+struct CommunityWeights {
+    double from = 0.0;
+    double to = 0.0;
+};
+
 /// leidenalg's MutableVertexPartition administration that the RB configuration model
 /// reads: per community the node count, size, and summed out- / in-weight. Arrays are
 /// allocated for as many communities as nodes (leidenalg's upper bound).
@@ -68,8 +75,7 @@ struct Partition {
     std::vector<Node> membership;
     std::vector<std::int64_t> csize;
     std::vector<std::int64_t> cnodes;
-    std::vector<double> weight_from;  ///< total_weight_from_comm
-    std::vector<double> weight_to;    ///< total_weight_to_comm
+    std::vector<CommunityWeights> weights;
     std::vector<Node> empty;          ///< _empty_communities (a stack; order matters)
     Node num_communities = 0;
 };
@@ -327,8 +333,7 @@ void allocate(Partition& partition, Node num_nodes) {
     const auto size = static_cast<std::size_t>(num_nodes);
     partition.csize.assign(size, 0);
     partition.cnodes.assign(size, 0);
-    partition.weight_from.assign(size, 0.0);
-    partition.weight_to.assign(size, 0.0);
+    partition.weights.assign(size, CommunityWeights{});
     partition.empty.clear();
 }
 
@@ -361,8 +366,8 @@ void init_admin(const LevelGraph& graph, Partition& partition) {
         const auto from = static_cast<std::size_t>(partition.membership[v]);
         for (auto edge = graph.out_offsets[v]; edge < graph.out_offsets[v + 1]; ++edge) {
             const double weight = graph.out_weights[static_cast<std::size_t>(edge)];
-            partition.weight_from[from] += weight;
-            partition.weight_to[static_cast<std::size_t>(partition.membership[static_cast<std::size_t>(graph.out_targets[static_cast<std::size_t>(edge)])])] += weight;
+            partition.weights[from].from += weight;
+            partition.weights[static_cast<std::size_t>(partition.membership[static_cast<std::size_t>(graph.out_targets[static_cast<std::size_t>(edge)])])].to += weight;
         }
     }
     init_admin_empty(partition);
@@ -377,8 +382,8 @@ void singletons(const LevelGraph& graph, Partition& partition) {
     partition.num_communities = graph.num_nodes;
     std::copy(graph.node_size.begin(), graph.node_size.end(), partition.csize.begin());
     std::fill(partition.cnodes.begin(), partition.cnodes.end(), 1);
-    std::copy(graph.strength_out.begin(), graph.strength_out.end(), partition.weight_from.begin());
-    std::copy(graph.strength_in.begin(), graph.strength_in.end(), partition.weight_to.begin());
+    for (std::size_t v = 0; v < static_cast<std::size_t>(graph.num_nodes); ++v)
+        partition.weights[v] = CommunityWeights{graph.strength_out[v], graph.strength_in[v]};
 }
 
 /// MutableVertexPartition::get_empty_community (adds one when there is none).
@@ -390,8 +395,8 @@ Node empty_community(Partition& partition, Node num_nodes) {
         const auto index = static_cast<std::size_t>(community);
         partition.csize[index] = 0;
         partition.cnodes[index] = 0;
-        partition.weight_from[index] = 0.0;
-        partition.weight_to[index] = 0.0;
+        partition.weights[index].from = 0.0;
+        partition.weights[index].to = 0.0;
         partition.empty.push_back(community);
     }
     return partition.empty.back();
@@ -432,8 +437,8 @@ void move_node_admin(const LevelGraph& graph, Partition& partition, Node v, Node
     // Edge by edge, as leidenalg updates them (the rounding follows the same steps).
     if (graph.symmetric_weights) {
         // In-edges carry the out-edges' weights in the same order: one walk.
-        double from_old = partition.weight_from[old_index], from_new = partition.weight_from[new_index];
-        double to_old = partition.weight_to[old_index], to_new = partition.weight_to[new_index];
+        double from_old = partition.weights[old_index].from, from_new = partition.weights[new_index].from;
+        double to_old = partition.weights[old_index].to, to_new = partition.weights[new_index].to;
         for (auto edge = graph.out_offsets[node]; edge < graph.out_offsets[node + 1]; ++edge) {
             const double weight = graph.out_weights[static_cast<std::size_t>(edge)];
             from_old -= weight;
@@ -441,29 +446,29 @@ void move_node_admin(const LevelGraph& graph, Partition& partition, Node v, Node
             to_old -= weight;
             to_new += weight;
         }
-        partition.weight_from[old_index] = from_old;
-        partition.weight_from[new_index] = from_new;
-        partition.weight_to[old_index] = to_old;
-        partition.weight_to[new_index] = to_new;
+        partition.weights[old_index].from = from_old;
+        partition.weights[new_index].from = from_new;
+        partition.weights[old_index].to = to_old;
+        partition.weights[new_index].to = to_new;
         set_membership();
         return;
     }
-    double from_old = partition.weight_from[old_index], from_new = partition.weight_from[new_index];
+    double from_old = partition.weights[old_index].from, from_new = partition.weights[new_index].from;
     for (auto edge = graph.out_offsets[node]; edge < graph.out_offsets[node + 1]; ++edge) {
         const double weight = graph.out_weights[static_cast<std::size_t>(edge)];
         from_old -= weight;
         from_new += weight;
     }
-    partition.weight_from[old_index] = from_old;
-    partition.weight_from[new_index] = from_new;
-    double to_old = partition.weight_to[old_index], to_new = partition.weight_to[new_index];
+    partition.weights[old_index].from = from_old;
+    partition.weights[new_index].from = from_new;
+    double to_old = partition.weights[old_index].to, to_new = partition.weights[new_index].to;
     for (auto edge = graph.in_offsets[node]; edge < graph.in_offsets[node + 1]; ++edge) {
         const double weight = graph.in_weights[static_cast<std::size_t>(edge)];
         to_old -= weight;
         to_new += weight;
     }
-    partition.weight_to[old_index] = to_old;
-    partition.weight_to[new_index] = to_new;
+    partition.weights[old_index].to = to_old;
+    partition.weights[new_index].to = to_new;
     set_membership();
 }
 
@@ -503,14 +508,14 @@ void renumber(Partition& partition, std::vector<Node>& scratch) {
     for (Node old = 0; old < count; ++old) keep[static_cast<std::size_t>(old)] = partition.csize[static_cast<std::size_t>(old)] > 0;
     const auto permute_kept = [&](auto& values) {
         const auto end = values.begin() + count;
-        const std::vector<typename std::decay_t<decltype(values)>::value_type> copy(values.begin(), end);
-        std::fill(values.begin(), end, 0);
+        using Value = typename std::decay_t<decltype(values)>::value_type;
+        const std::vector<Value> copy(values.begin(), end);
+        std::fill(values.begin(), end, Value{});
         for (Node old = 0; old < count; ++old)
             if (keep[static_cast<std::size_t>(old)])
                 values[static_cast<std::size_t>(new_id[static_cast<std::size_t>(old)])] = copy[static_cast<std::size_t>(old)];
     };
-    permute_kept(partition.weight_from);
-    permute_kept(partition.weight_to);
+    permute_kept(partition.weights);
     permute_kept(partition.cnodes);
     permute_kept(partition.csize);
     partition.num_communities = used;
@@ -600,7 +605,12 @@ inline double weight_from(const LevelGraph& graph, const Gathered& ws, std::size
     return graph.symmetric_weights ? ws.weight_to_comm[community] : ws.weight_from_comm[community];
 }
 
-void clear_gathered(Gathered& ws) {
+void clear_gathered(const LevelGraph& graph, Gathered& ws) {
+    if (graph.symmetric_weights) {
+        // gather() filled only the weights to each community.
+        for (std::size_t slot = 0; slot < ws.num_candidates; ++slot) ws.weight_to_comm[static_cast<std::size_t>(ws.candidates[slot])] = 0.0;
+        return;
+    }
     for (std::size_t slot = 0; slot < ws.num_candidates; ++slot) {
         const auto index = static_cast<std::size_t>(ws.candidates[slot]);
         ws.weight_to_comm[index] = 0.0;
@@ -613,8 +623,8 @@ DiffMove diff_for(const LevelGraph& graph, const Partition& partition, Node v, d
     const auto node = static_cast<std::size_t>(v);
     const auto old_index = static_cast<std::size_t>(partition.membership[node]);
     return DiffMove(resolution, graph.total_weight, graph.strength_out[node], graph.strength_in[node], graph.self_weight[node],
-                    ws.weight_to_comm[old_index], weight_from(graph, ws, old_index), partition.weight_from[old_index],
-                    partition.weight_to[old_index]);
+                    ws.weight_to_comm[old_index], weight_from(graph, ws, old_index), partition.weights[old_index].from,
+                    partition.weights[old_index].to);
 }
 
 /// Optimiser::move_nodes with ALL_NEIGH_COMMS and the empty community considered: the
@@ -665,13 +675,13 @@ double move_nodes(const LevelGraph& graph, Partition& partition, double resoluti
             if (community == v_comm) continue;  // diff_move is 0 there
             const auto c = static_cast<std::size_t>(community);
             const double improvement =
-                diff(gathered.weight_to_comm[c], weight_from(graph, gathered, c), partition.weight_from[c], partition.weight_to[c]);
+                diff(gathered.weight_to_comm[c], weight_from(graph, gathered, c), partition.weights[c].from, partition.weights[c].to);
             if (improvement > max_improvement) {
                 max_comm = community;
                 max_improvement = improvement;
             }
         }
-        clear_gathered(gathered);
+        clear_gathered(graph, gathered);
         ws.stable[node] = 1;
         if (max_comm != v_comm) {
             total_improvement += max_improvement;
@@ -726,7 +736,7 @@ void refine_nodes(const LevelGraph& graph, Partition& partition, const std::vect
             const double improvement =
                 community == v_comm
                     ? 0.0
-                    : diff(gathered.weight_to_comm[c], weight_from(graph, gathered, c), partition.weight_from[c], partition.weight_to[c]);
+                    : diff(gathered.weight_to_comm[c], weight_from(graph, gathered, c), partition.weights[c].from, partition.weights[c].to);
             if (improvement >= max_improvement) {
                 max_comm = community;
                 max_improvement = improvement;
@@ -738,7 +748,7 @@ void refine_nodes(const LevelGraph& graph, Partition& partition, const std::vect
         for (std::size_t slot = 0; slot < gathered.num_candidates; ++slot)
             if (const Node community = gathered.candidates[slot]; community_constraint[static_cast<std::size_t>(community)] == v_constraint)
                 consider(community);
-        clear_gathered(gathered);
+        clear_gathered(graph, gathered);
         if (max_comm != v_comm) move_node_admin<kShared>(graph, partition, v, max_comm);
     }
 }
@@ -951,8 +961,7 @@ LevelGraph collapse(const LevelGraph& graph, const Partition& refined, Partition
     init_admin_nodes(next, collapsed_partition);
     {
         const Node* const membership = collapsed_partition.membership.data();
-        double* const weight_from = collapsed_partition.weight_from.data();
-        double* const weight_to = collapsed_partition.weight_to.data();
+        CommunityWeights* const weights = collapsed_partition.weights.data();
         double total = 0.0;
         for (const CollapseChunk& chunk : chunks) {
             std::size_t row = 0;
@@ -963,8 +972,8 @@ LevelGraph collapse(const LevelGraph& graph, const Partition& refined, Partition
                     const std::size_t edge = row + chunk.sorted_index[row + rank];
                     const double weight = chunk.weights[edge];
                     total += weight;
-                    weight_from[from] += weight;
-                    weight_to[static_cast<std::size_t>(membership[static_cast<std::size_t>(chunk.targets[edge])])] += weight;
+                    weights[from].from += weight;
+                    weights[static_cast<std::size_t>(membership[static_cast<std::size_t>(chunk.targets[edge])])].to += weight;
                 }
                 row += degree;
             }
