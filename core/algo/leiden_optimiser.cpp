@@ -126,10 +126,9 @@ struct Gathered {
 
 /// Buffers reused across levels and passes, sized for the largest (first) level.
 struct Workspace {
-    Node num_nodes = 0;
     Gathered gathered;
-    /// One more per extra task of the refinement (created on first use).
-    std::vector<Gathered> refine_gathered;
+    /// One per thread of the parallel refinement (created on first use).
+    tbb::enumerable_thread_specific<Gathered> refine_gathered;
     std::vector<Node> order;
     std::vector<Node> queue;
     std::vector<std::uint8_t> stable;
@@ -137,8 +136,8 @@ struct Workspace {
     std::vector<Node> members;
 
     explicit Workspace(Node nodes)
-        : num_nodes(nodes),
-          gathered(nodes),
+        : gathered(nodes),
+          refine_gathered(nodes),
           queue(static_cast<std::size_t>(nodes) + 1),
           stable(static_cast<std::size_t>(nodes), 0) {}
 };
@@ -488,16 +487,19 @@ void move_node(const LevelGraph& graph, Partition& partition, Node v, Node new_c
 /// node count, then increasing old number; empty communities dropped.
 void renumber(Partition& partition, std::vector<Node>& scratch) {
     const Node count = partition.num_communities;
-    scratch.resize(static_cast<std::size_t>(count));
-    std::iota(scratch.begin(), scratch.end(), 0);
+    // Only non-empty communities are ranked: the empty ones would rank last and are
+    // dropped (no node refers to them).
+    scratch.clear();
+    for (Node community = 0; community < count; ++community)
+        if (partition.csize[static_cast<std::size_t>(community)] > 0) scratch.push_back(community);
     std::sort(scratch.begin(), scratch.end(), [&](Node a, Node b) {
         const auto ia = static_cast<std::size_t>(a), ib = static_cast<std::size_t>(b);
         if (partition.csize[ia] != partition.csize[ib]) return partition.csize[ia] > partition.csize[ib];
         if (partition.cnodes[ia] != partition.cnodes[ib]) return partition.cnodes[ia] > partition.cnodes[ib];
         return a < b;
     });
-    std::vector<Node> new_id(static_cast<std::size_t>(count));
-    for (Node rank = 0; rank < count; ++rank) new_id[static_cast<std::size_t>(scratch[static_cast<std::size_t>(rank)])] = rank;
+    std::vector<Node> new_id(static_cast<std::size_t>(count), 0);
+    for (std::size_t rank = 0; rank < scratch.size(); ++rank) new_id[static_cast<std::size_t>(scratch[rank])] = static_cast<Node>(rank);
     Node used = 0;
     for (auto& community : partition.membership) {
         community = new_id[static_cast<std::size_t>(community)];
@@ -694,7 +696,14 @@ double move_nodes(const LevelGraph& graph, Partition& partition, double resoluti
                     ws.stable[neighbour] = 0;
                 }
             };
-            for_all_edges(graph, v, requeue, requeue);
+            if (graph.symmetric_structure) {
+                // igraph lists each neighbour twice (out- and in-edge) in a row; the
+                // second visit finds it queued or in max_comm, so one visit decides.
+                for (auto edge = graph.out_offsets[node]; edge < graph.out_offsets[node + 1]; ++edge)
+                    requeue(graph.out_targets[static_cast<std::size_t>(edge)], 0.0);
+            } else {
+                for_all_edges(graph, v, requeue, requeue);
+            }
         }
     }
     renumber(partition, ws.order);
@@ -765,9 +774,11 @@ void merge_nodes_constrained(const LevelGraph& graph, Partition& partition, cons
     ws.order.resize(static_cast<std::size_t>(num_nodes));
     std::iota(ws.order.begin(), ws.order.end(), 0);
     shuffle(ws.order, rng);
+    // A few groups per thread, so that a thread that gets less processor time (a busy
+    // machine) holds up the others less.
     constexpr Node kMinParallelNodes = 4096;
-    const auto num_tasks = static_cast<std::size_t>(
-        std::min<Node>(std::min<Node>(tbb::this_task_arena::max_concurrency(), num_constraint_comms), 64));
+    const int threads = tbb::this_task_arena::max_concurrency();
+    const auto num_tasks = static_cast<std::size_t>(std::min<Node>(std::min<Node>(threads > 1 ? 4 * threads : 1, num_constraint_comms), 64));
     if (num_tasks <= 1 || num_nodes < kMinParallelNodes) {
         refine_nodes<false>(graph, partition, constraint, resolution, ws.order.data(), ws.order.size(), ws.gathered, ctx);
     } else {
@@ -796,11 +807,10 @@ void merge_nodes_constrained(const LevelGraph& graph, Partition& partition, cons
             for (const Node v : ws.order)
                 ws.members[cursor[task_of[static_cast<std::size_t>(constraint[static_cast<std::size_t>(v)])]]++] = v;
         }
-        while (ws.refine_gathered.size() + 1 < num_tasks) ws.refine_gathered.emplace_back(ws.num_nodes);
         tbb::parallel_for(tbb::blocked_range<std::size_t>(0, num_tasks, 1), [&](const tbb::blocked_range<std::size_t>& range) {
             for (std::size_t task = range.begin(); task != range.end(); ++task)
                 refine_nodes<true>(graph, partition, constraint, resolution, ws.members.data() + task_offsets[task],
-                                   task_offsets[task + 1] - task_offsets[task], task == 0 ? ws.gathered : ws.refine_gathered[task - 1], ctx);
+                                   task_offsets[task + 1] - task_offsets[task], ws.refine_gathered.local(), ctx);
         });
     }
     ctx.checkpoint();
