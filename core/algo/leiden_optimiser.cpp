@@ -134,6 +134,8 @@ struct Workspace {
     std::vector<std::uint8_t> stable;
     std::vector<std::int64_t> member_offsets;
     std::vector<Node> members;
+    std::vector<Node> member_targets;    ///< collapse: members' edges, targets' communities
+    std::vector<double> member_weights;  ///< collapse: members' edges, weights
 
     explicit Workspace(Node nodes)
         : gathered(nodes),
@@ -850,16 +852,42 @@ LevelGraph collapse(const LevelGraph& graph, const Partition& refined, Partition
     const Node count = refined.num_communities;
     const auto num_nodes = static_cast<std::size_t>(graph.num_nodes);
     const auto num_comms = static_cast<std::size_t>(count);
-    // Members of each community by increasing node (get_communities).
+    // Members of each community by increasing node (get_communities), and each node's
+    // slot in that order.
     ws.member_offsets.assign(num_comms + 1, 0);
     for (const Node community : refined.membership) ++ws.member_offsets[static_cast<std::size_t>(community) + 1];
     for (std::size_t c = 0; c < num_comms; ++c) ws.member_offsets[c + 1] += ws.member_offsets[c];
     ws.members.resize(num_nodes);
+    std::vector<std::int64_t> slot_of(num_nodes);
     {
         std::vector<std::int64_t> cursor(ws.member_offsets.begin(), ws.member_offsets.end() - 1);
-        for (std::size_t v = 0; v < num_nodes; ++v)
-            ws.members[static_cast<std::size_t>(cursor[static_cast<std::size_t>(refined.membership[v])]++)] = static_cast<Node>(v);
+        for (std::size_t v = 0; v < num_nodes; ++v) {
+            const auto slot = cursor[static_cast<std::size_t>(refined.membership[v])]++;
+            ws.members[static_cast<std::size_t>(slot)] = static_cast<Node>(v);
+            slot_of[v] = slot;
+        }
     }
+    // The members' out-edges laid out in that order, each target replaced by its
+    // community: the rows below then read one contiguous run per community instead of
+    // one random row per member. Copied row by row in node order (parallel).
+    std::vector<std::int64_t> member_edge_offsets(num_nodes + 1, 0);
+    for (std::size_t slot = 0; slot < num_nodes; ++slot) {
+        const auto v = static_cast<std::size_t>(ws.members[slot]);
+        member_edge_offsets[slot + 1] = member_edge_offsets[slot] + (graph.out_offsets[v + 1] - graph.out_offsets[v]);
+    }
+    ws.member_targets.resize(graph.out_targets.size());
+    ws.member_weights.resize(graph.out_weights.size());
+    tbb::parallel_for(tbb::blocked_range<std::size_t>(0, num_nodes, 4096), [&](const tbb::blocked_range<std::size_t>& range) {
+        ctx.checkpoint();
+        const Node* const refined_membership = refined.membership.data();
+        for (std::size_t v = range.begin(); v != range.end(); ++v) {
+            auto out = static_cast<std::size_t>(member_edge_offsets[static_cast<std::size_t>(slot_of[v])]);
+            for (auto edge = static_cast<std::size_t>(graph.out_offsets[v]); edge < static_cast<std::size_t>(graph.out_offsets[v + 1]); ++edge, ++out) {
+                ws.member_targets[out] = refined_membership[graph.out_targets[edge]];
+                ws.member_weights[out] = graph.out_weights[edge];
+            }
+        }
+    });
     LevelGraph next;
     next.num_nodes = count;
     next.self_weight.assign(num_comms, 0.0);
@@ -867,24 +895,23 @@ LevelGraph collapse(const LevelGraph& graph, const Partition& refined, Partition
     next.strength_out.assign(num_comms, 0.0);
     next.strength_in.assign(num_comms, 0.0);
 
+    // The edges of community c's members: [comm_edges(c), comm_edges(c + 1)).
+    const auto comm_edges = [&](Node c) {
+        return static_cast<std::size_t>(member_edge_offsets[static_cast<std::size_t>(ws.member_offsets[static_cast<std::size_t>(c)])]);
+    };
     // Chunks of about equal numbers of members' edges, several per thread.
-    constexpr std::int64_t kChunkEdges = 1 << 16;
+    constexpr std::size_t kChunkEdges = 1 << 16;
     std::vector<CollapseChunk> chunks;
     {
         Node first = 0;
-        std::int64_t edges = 0;
         for (Node c = 0; c < count; ++c) {
-            for (auto slot = ws.member_offsets[static_cast<std::size_t>(c)]; slot < ws.member_offsets[static_cast<std::size_t>(c) + 1]; ++slot) {
-                const auto v = static_cast<std::size_t>(ws.members[static_cast<std::size_t>(slot)]);
-                edges += graph.out_offsets[v + 1] - graph.out_offsets[v] + 1;
-            }
+            const std::size_t edges = comm_edges(c + 1) - comm_edges(first) + static_cast<std::size_t>(c + 1 - first);
             if (edges >= kChunkEdges || c + 1 == count) {
                 chunks.emplace_back();
                 chunks.back().first = first;
                 chunks.back().last = c + 1;
-                chunks.back().member_edges = edges;
+                chunks.back().member_edges = static_cast<std::int64_t>(edges);
                 first = c + 1;
-                edges = 0;
             }
         }
     }
@@ -897,7 +924,6 @@ LevelGraph collapse(const LevelGraph& graph, const Partition& refined, Partition
         }
         double* const sums = local.sums.data();
         std::uint64_t* const keys = local.keys.data();
-        const Node* const refined_membership = refined.membership.data();
         for (std::size_t chunk_index = range.begin(); chunk_index != range.end(); ++chunk_index) {
             ctx.checkpoint();
             CollapseChunk& chunk = chunks[chunk_index];
@@ -905,23 +931,19 @@ LevelGraph collapse(const LevelGraph& graph, const Partition& refined, Partition
             chunk.weights.reserve(static_cast<std::size_t>(chunk.member_edges));
             chunk.sorted_index.reserve(static_cast<std::size_t>(chunk.member_edges));
             chunk.degree.reserve(static_cast<std::size_t>(chunk.last - chunk.first));
-            const auto slot_end = ws.member_offsets[static_cast<std::size_t>(chunk.last)];
+            const Node* const member_targets = ws.member_targets.data();
+            const double* const member_weights = ws.member_weights.data();
             for (Node c = chunk.first; c < chunk.last; ++c) {
                 std::size_t num_neighbours = 0;
-                for (auto slot = ws.member_offsets[static_cast<std::size_t>(c)]; slot < ws.member_offsets[static_cast<std::size_t>(c) + 1]; ++slot) {
-                    const auto v = static_cast<std::size_t>(ws.members[static_cast<std::size_t>(slot)]);
-                    // Members are visited in node order across communities: prefetch ahead.
-                    if (slot + 2 < slot_end) prefetch_row(graph, ws.members[static_cast<std::size_t>(slot) + 2]);
-                    if (slot + 1 < slot_end) prefetch_neighbour_communities(graph, refined.membership, ws.members[static_cast<std::size_t>(slot) + 1]);
-                    for (auto edge = graph.out_offsets[v]; edge < graph.out_offsets[v + 1]; ++edge) {
-                        const Node u_comm = refined_membership[graph.out_targets[static_cast<std::size_t>(edge)]];
-                        // Weights are > 0: a zero sum marks a community not met yet (kept
-                        // without a branch, as in gather).
-                        const double sum = sums[u_comm];
-                        keys[num_neighbours] = (static_cast<std::uint64_t>(u_comm) << 32) | num_neighbours;
-                        num_neighbours += sum == 0.0 ? 1 : 0;
-                        sums[u_comm] = sum + graph.out_weights[static_cast<std::size_t>(edge)];
-                    }
+                const std::size_t end = comm_edges(c + 1);
+                for (std::size_t edge = comm_edges(c); edge < end; ++edge) {
+                    const Node u_comm = member_targets[edge];
+                    // Weights are > 0: a zero sum marks a community not met yet (kept
+                    // without a branch, as in gather).
+                    const double sum = sums[u_comm];
+                    keys[num_neighbours] = (static_cast<std::uint64_t>(u_comm) << 32) | num_neighbours;
+                    num_neighbours += sum == 0.0 ? 1 : 0;
+                    sums[u_comm] = sum + member_weights[edge];
                 }
                 const auto index = static_cast<std::size_t>(c);
                 // Graph::init_admin's strength: the row's weights in edge-id order.
