@@ -53,7 +53,8 @@ struct LevelGraph {
     double total_weight = 0.0;         ///< all edge weights summed in edge-id order
     /// Every node's in-edges come from exactly its out-neighbours (a symmetric matrix):
     /// igraph's IGRAPH_ALL order is then each neighbour's out-edge followed by its
-    /// in-edge, and the merge of the two lists is a walk over one.
+    /// in-edge, and the merge of the two lists is a walk over one. A collapsed level
+    /// with it keeps no in_sources (they are the out-edges' targets).
     bool symmetric_structure = false;
     /// Also equal weights both ways (the first level of a symmetric graph): a node's
     /// weights to and from a community are then the same sums. The first level then
@@ -1018,22 +1019,35 @@ LevelGraph collapse(const LevelGraph& graph, const Partition& refined, Partition
 
     if (graph.symmetric_structure) {
         // c -> d is an edge exactly when d -> c is: the in-edges of c, by increasing
-        // source, go to its out-edges' targets; they carry the reverse edges' weights,
-        // scattered source by source, and its in-strength sums them in that (edge-id)
-        // order.
+        // source, come from its out-edges' targets (in_sources is not kept); they carry
+        // the reverse edges' weights, taken source by source, and its in-strength sums
+        // them in that (edge-id) order. Blocks of targets in parallel: rows are sorted,
+        // so a block's edges in each row are one run.
         next.symmetric_structure = true;
         next.in_offsets = next.out_offsets;
-        next.in_sources = next.out_targets;
         next.in_weights.resize(num_edges);
         std::vector<std::int64_t> cursor(next.out_offsets.begin(), next.out_offsets.end() - 1);
-        for (std::size_t c = 0; c < num_comms; ++c) {
-            for (auto edge = next.out_offsets[c]; edge < next.out_offsets[c + 1]; ++edge) {
-                const auto target = static_cast<std::size_t>(next.out_targets[static_cast<std::size_t>(edge)]);
-                const double weight = next.out_weights[static_cast<std::size_t>(edge)];
-                next.in_weights[static_cast<std::size_t>(cursor[target]++)] = weight;
-                next.strength_in[target] += weight;
+        const std::size_t num_blocks = std::min<std::size_t>(4 * static_cast<std::size_t>(tbb::this_task_arena::max_concurrency()), 64);
+        tbb::parallel_for(tbb::blocked_range<std::size_t>(0, num_blocks, 1), [&](const tbb::blocked_range<std::size_t>& range) {
+            for (std::size_t block = range.begin(); block != range.end(); ++block) {
+                ctx.checkpoint();
+                const auto block_begin = static_cast<Node>(num_comms * block / num_blocks);
+                const auto block_end = static_cast<Node>(num_comms * (block + 1) / num_blocks);
+                if (block_begin == block_end) continue;
+                const Node* const targets = next.out_targets.data();
+                for (std::size_t c = 0; c < num_comms; ++c) {
+                    const Node* const row_end = targets + next.out_offsets[c + 1];
+                    const Node* target = std::lower_bound(targets + next.out_offsets[c], row_end, block_begin);
+                    for (; target != row_end && *target < block_end; ++target) {
+                        const auto edge = static_cast<std::size_t>(target - targets);
+                        const auto index = static_cast<std::size_t>(*target);
+                        const double weight = next.out_weights[edge];
+                        next.in_weights[static_cast<std::size_t>(cursor[index]++)] = weight;
+                        next.strength_in[index] += weight;
+                    }
+                }
             }
-        }
+        });
         next.symmetric_weights = next.in_weights == next.out_weights;
     } else {
         add_in_edges(next);
