@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cfloat>
 #include <numeric>
 #include <stdexcept>
@@ -833,11 +834,16 @@ struct CollapseChunk {
     std::vector<std::int64_t> degree;  ///< per community
 };
 
-/// Per thread of collapse(): a zeroed sum per community (left zeroed after each row)
-/// and the row being built.
+/// Per thread of collapse(), for the row being built: a sum per community, the
+/// communities met in order of first appearance, and a two-level bitmap of them from
+/// which the row is read back by increasing community (igraph's order) without a sort.
+/// Sums and bitmaps are left zeroed after each row.
 struct CollapseScratch {
     std::vector<double> sums;
-    std::vector<std::uint64_t> keys;  ///< (target << 32) | rank of first appearance
+    std::vector<Node> appearance;
+    std::vector<std::uint64_t> bits;     ///< bit u: community u met
+    std::vector<std::uint64_t> summary;  ///< bit w: bits[w] != 0
+    std::vector<std::uint32_t> position;  ///< community -> index in the sorted row
 };
 
 /// Graph::collapse_graph on the refined partition, then the partition of the collapsed
@@ -921,50 +927,77 @@ LevelGraph collapse(const LevelGraph& graph, const Partition& refined, Partition
         CollapseScratch& local = scratch.local();
         if (local.sums.size() < num_comms) {
             local.sums.assign(num_comms, 0.0);
-            local.keys.resize(num_comms + 1);
+            local.appearance.resize(num_comms + 1);
+            local.bits.assign((num_comms + 63) / 64, 0);
+            local.summary.assign((local.bits.size() + 63) / 64, 0);
+            local.position.resize(num_comms);
         }
         double* const sums = local.sums.data();
-        std::uint64_t* const keys = local.keys.data();
+        Node* const appearance = local.appearance.data();
+        std::uint64_t* const bits = local.bits.data();
+        std::uint64_t* const summary = local.summary.data();
+        std::uint32_t* const position = local.position.data();
+        const std::size_t num_summary = local.summary.size();
+        const Node* const member_targets = ws.member_targets.data();
+        const double* const member_weights = ws.member_weights.data();
         for (std::size_t chunk_index = range.begin(); chunk_index != range.end(); ++chunk_index) {
             ctx.checkpoint();
             CollapseChunk& chunk = chunks[chunk_index];
-            chunk.targets.reserve(static_cast<std::size_t>(chunk.member_edges));
-            chunk.weights.reserve(static_cast<std::size_t>(chunk.member_edges));
-            chunk.sorted_index.reserve(static_cast<std::size_t>(chunk.member_edges));
-            chunk.degree.reserve(static_cast<std::size_t>(chunk.last - chunk.first));
-            const Node* const member_targets = ws.member_targets.data();
-            const double* const member_weights = ws.member_weights.data();
+            // Rows are at most member_edges long together; trimmed below.
+            chunk.targets.resize(static_cast<std::size_t>(chunk.member_edges));
+            chunk.weights.resize(static_cast<std::size_t>(chunk.member_edges));
+            chunk.sorted_index.resize(static_cast<std::size_t>(chunk.member_edges));
+            chunk.degree.resize(static_cast<std::size_t>(chunk.last - chunk.first));
+            std::size_t row = 0;
             for (Node c = chunk.first; c < chunk.last; ++c) {
                 std::size_t num_neighbours = 0;
                 const std::size_t end = comm_edges(c + 1);
                 for (std::size_t edge = comm_edges(c); edge < end; ++edge) {
                     const Node u_comm = member_targets[edge];
+                    const auto u = static_cast<std::uint32_t>(u_comm);
                     // Weights are > 0: a zero sum marks a community not met yet (kept
                     // without a branch, as in gather).
-                    const double sum = sums[u_comm];
-                    keys[num_neighbours] = (static_cast<std::uint64_t>(u_comm) << 32) | num_neighbours;
+                    const double sum = sums[u];
+                    appearance[num_neighbours] = u_comm;
                     num_neighbours += sum == 0.0 ? 1 : 0;
-                    sums[u_comm] = sum + member_weights[edge];
+                    sums[u] = sum + member_weights[edge];
+                    bits[u >> 6] |= std::uint64_t{1} << (u & 63);
+                    summary[u >> 12] |= std::uint64_t{1} << ((u >> 6) & 63);
                 }
                 const auto index = static_cast<std::size_t>(c);
                 // Graph::init_admin's strength: the row's weights in edge-id order.
                 double strength = 0.0;
-                for (std::size_t rank = 0; rank < num_neighbours; ++rank) strength += sums[keys[rank] >> 32];
+                for (std::size_t rank = 0; rank < num_neighbours; ++rank) strength += sums[appearance[rank]];
                 next.strength_out[index] = strength;
                 next.self_weight[index] = sums[index];
                 next.node_size[index] = refined.csize[index];
-                std::sort(keys, keys + num_neighbours);
-                const std::size_t row = chunk.targets.size();
-                chunk.sorted_index.resize(row + num_neighbours);
-                for (std::size_t position = 0; position < num_neighbours; ++position) {
-                    const auto target = static_cast<Node>(keys[position] >> 32);
-                    chunk.targets.push_back(target);
-                    chunk.weights.push_back(sums[target]);
-                    sums[target] = 0.0;
-                    chunk.sorted_index[row + (keys[position] & 0xFFFFFFFFu)] = static_cast<std::uint32_t>(position);
+                Node* const row_targets = chunk.targets.data() + row;
+                double* const row_weights = chunk.weights.data() + row;
+                std::uint32_t sorted = 0;
+                for (std::size_t summary_word = 0; summary_word < num_summary; ++summary_word) {
+                    std::uint64_t words = summary[summary_word];
+                    if (words == 0) continue;
+                    summary[summary_word] = 0;
+                    for (; words != 0; words &= words - 1) {
+                        const std::size_t word = summary_word * 64 + static_cast<std::size_t>(std::countr_zero(words));
+                        for (std::uint64_t members = bits[word]; members != 0; members &= members - 1) {
+                            const std::size_t target = word * 64 + static_cast<std::size_t>(std::countr_zero(members));
+                            row_targets[sorted] = static_cast<Node>(target);
+                            row_weights[sorted] = sums[target];
+                            sums[target] = 0.0;
+                            position[target] = sorted++;
+                        }
+                        bits[word] = 0;
+                    }
                 }
-                chunk.degree.push_back(static_cast<std::int64_t>(num_neighbours));
+                for (std::size_t rank = 0; rank < num_neighbours; ++rank)
+                    chunk.sorted_index[row + rank] = position[static_cast<std::size_t>(appearance[rank])];
+                chunk.degree[static_cast<std::size_t>(c - chunk.first)] = static_cast<std::int64_t>(num_neighbours);
+                row += num_neighbours;
             }
+            chunk.targets.resize(row);
+            chunk.weights.resize(row);
+            chunk.sorted_index.resize(row);
         }
     });
     ctx.checkpoint();
