@@ -138,6 +138,10 @@ struct Workspace {
     std::vector<Node> members;
     std::vector<Node> member_targets;    ///< collapse: members' edges, targets' communities
     std::vector<double> member_weights;  ///< collapse: members' edges, weights
+    std::vector<Node> row_targets;       ///< collapse: aggregate rows by target, per chunk
+    std::vector<double> row_weights;
+    std::vector<std::uint32_t> row_sorted_index;  ///< collapse: see CollapseChunk
+    std::vector<std::int64_t> row_degree;         ///< collapse: per aggregate node
 
     explicit Workspace(Node nodes)
         : gathered(nodes),
@@ -821,18 +825,24 @@ void merge_nodes_constrained(const LevelGraph& graph, Partition& partition, cons
     renumber(partition, ws.order);
 }
 
-/// The collapsed out-edges of a run of consecutive refined communities, built by one
-/// task of collapse(): each community's edges in igraph's order (by target), and for
-/// each edge in edge-id order (first appearance, the order leidenalg creates them in)
-/// its index within its community's row.
+/// A run of consecutive refined communities whose collapsed out-edges one task of
+/// collapse() builds, into Workspace's row buffers from `edge_begin` on (the rows are
+/// no longer than the members' edges, which start there): each community's edges in
+/// igraph's order (by target), and for each edge in edge-id order (first appearance,
+/// the order leidenalg creates them in) its index within its community's row.
 struct CollapseChunk {
     Node first = 0, last = 0;  ///< communities [first, last)
-    std::int64_t member_edges = 0;  ///< out-edges of their members (bounds the row lengths)
-    std::vector<Node> targets;
-    std::vector<double> weights;
-    std::vector<std::uint32_t> sorted_index;
-    std::vector<std::int64_t> degree;  ///< per community
+    std::size_t edge_begin = 0;
+    std::size_t num_edges = 0;  ///< collapsed edges written
 };
+
+/// The first `size` elements of a buffer reused across levels; grows only (no
+/// zero-filling of what an earlier level already allocated).
+template <typename T>
+T* reuse(std::vector<T>& buffer, std::size_t size) {
+    if (buffer.size() < size) buffer.resize(size);
+    return buffer.data();
+}
 
 /// Per thread of collapse(), for the row being built: a sum per community, the
 /// communities met in order of first appearance, and a two-level bitmap of them from
@@ -882,16 +892,16 @@ LevelGraph collapse(const LevelGraph& graph, const Partition& refined, Partition
         const auto v = static_cast<std::size_t>(ws.members[slot]);
         member_edge_offsets[slot + 1] = member_edge_offsets[slot] + (graph.out_offsets[v + 1] - graph.out_offsets[v]);
     }
-    ws.member_targets.resize(graph.out_targets.size());
-    ws.member_weights.resize(graph.out_weights.size());
+    Node* const member_targets_out = reuse(ws.member_targets, graph.out_targets.size());
+    double* const member_weights_out = reuse(ws.member_weights, graph.out_weights.size());
     tbb::parallel_for(tbb::blocked_range<std::size_t>(0, num_nodes, 4096), [&](const tbb::blocked_range<std::size_t>& range) {
         ctx.checkpoint();
         const Node* const refined_membership = refined.membership.data();
         for (std::size_t v = range.begin(); v != range.end(); ++v) {
             auto out = static_cast<std::size_t>(member_edge_offsets[static_cast<std::size_t>(slot_of[v])]);
             for (auto edge = static_cast<std::size_t>(graph.out_offsets[v]); edge < static_cast<std::size_t>(graph.out_offsets[v + 1]); ++edge, ++out) {
-                ws.member_targets[out] = refined_membership[graph.out_targets[edge]];
-                ws.member_weights[out] = graph.out_weights[edge];
+                member_targets_out[out] = refined_membership[graph.out_targets[edge]];
+                member_weights_out[out] = graph.out_weights[edge];
             }
         }
     });
@@ -914,14 +924,15 @@ LevelGraph collapse(const LevelGraph& graph, const Partition& refined, Partition
         for (Node c = 0; c < count; ++c) {
             const std::size_t edges = comm_edges(c + 1) - comm_edges(first) + static_cast<std::size_t>(c + 1 - first);
             if (edges >= kChunkEdges || c + 1 == count) {
-                chunks.emplace_back();
-                chunks.back().first = first;
-                chunks.back().last = c + 1;
-                chunks.back().member_edges = static_cast<std::int64_t>(edges);
+                chunks.push_back(CollapseChunk{first, c + 1, comm_edges(first), 0});
                 first = c + 1;
             }
         }
     }
+    Node* const row_targets = reuse(ws.row_targets, graph.out_targets.size());
+    double* const row_weights = reuse(ws.row_weights, graph.out_targets.size());
+    std::uint32_t* const row_sorted_index = reuse(ws.row_sorted_index, graph.out_targets.size());
+    std::int64_t* const row_degree = reuse(ws.row_degree, num_comms);
     tbb::enumerable_thread_specific<CollapseScratch> scratch;
     tbb::parallel_for(tbb::blocked_range<std::size_t>(0, chunks.size(), 1), [&](const tbb::blocked_range<std::size_t>& range) {
         CollapseScratch& local = scratch.local();
@@ -938,16 +949,14 @@ LevelGraph collapse(const LevelGraph& graph, const Partition& refined, Partition
         std::uint64_t* const summary = local.summary.data();
         std::uint32_t* const position = local.position.data();
         const std::size_t num_summary = local.summary.size();
-        const Node* const member_targets = ws.member_targets.data();
-        const double* const member_weights = ws.member_weights.data();
+        const Node* const member_targets = member_targets_out;
+        const double* const member_weights = member_weights_out;
         for (std::size_t chunk_index = range.begin(); chunk_index != range.end(); ++chunk_index) {
             ctx.checkpoint();
             CollapseChunk& chunk = chunks[chunk_index];
-            // Rows are at most member_edges long together; trimmed below.
-            chunk.targets.resize(static_cast<std::size_t>(chunk.member_edges));
-            chunk.weights.resize(static_cast<std::size_t>(chunk.member_edges));
-            chunk.sorted_index.resize(static_cast<std::size_t>(chunk.member_edges));
-            chunk.degree.resize(static_cast<std::size_t>(chunk.last - chunk.first));
+            Node* const chunk_targets = row_targets + chunk.edge_begin;
+            double* const chunk_weights = row_weights + chunk.edge_begin;
+            std::uint32_t* const chunk_sorted_index = row_sorted_index + chunk.edge_begin;
             std::size_t row = 0;
             for (Node c = chunk.first; c < chunk.last; ++c) {
                 std::size_t num_neighbours = 0;
@@ -971,8 +980,8 @@ LevelGraph collapse(const LevelGraph& graph, const Partition& refined, Partition
                 next.strength_out[index] = strength;
                 next.self_weight[index] = sums[index];
                 next.node_size[index] = refined.csize[index];
-                Node* const row_targets = chunk.targets.data() + row;
-                double* const row_weights = chunk.weights.data() + row;
+                Node* const targets_out = chunk_targets + row;
+                double* const weights_out = chunk_weights + row;
                 std::uint32_t sorted = 0;
                 for (std::size_t summary_word = 0; summary_word < num_summary; ++summary_word) {
                     std::uint64_t words = summary[summary_word];
@@ -982,8 +991,8 @@ LevelGraph collapse(const LevelGraph& graph, const Partition& refined, Partition
                         const std::size_t word = summary_word * 64 + static_cast<std::size_t>(std::countr_zero(words));
                         for (std::uint64_t members = bits[word]; members != 0; members &= members - 1) {
                             const std::size_t target = word * 64 + static_cast<std::size_t>(std::countr_zero(members));
-                            row_targets[sorted] = static_cast<Node>(target);
-                            row_weights[sorted] = sums[target];
+                            targets_out[sorted] = static_cast<Node>(target);
+                            weights_out[sorted] = sums[target];
                             sums[target] = 0.0;
                             position[target] = sorted++;
                         }
@@ -991,13 +1000,11 @@ LevelGraph collapse(const LevelGraph& graph, const Partition& refined, Partition
                     }
                 }
                 for (std::size_t rank = 0; rank < num_neighbours; ++rank)
-                    chunk.sorted_index[row + rank] = position[static_cast<std::size_t>(appearance[rank])];
-                chunk.degree[static_cast<std::size_t>(c - chunk.first)] = static_cast<std::int64_t>(num_neighbours);
+                    chunk_sorted_index[row + rank] = position[static_cast<std::size_t>(appearance[rank])];
+                row_degree[index] = static_cast<std::int64_t>(num_neighbours);
                 row += num_neighbours;
             }
-            chunk.targets.resize(row);
-            chunk.weights.resize(row);
-            chunk.sorted_index.resize(row);
+            chunk.num_edges = row;
         }
     });
     ctx.checkpoint();
@@ -1006,9 +1013,8 @@ LevelGraph collapse(const LevelGraph& graph, const Partition& refined, Partition
     for (std::size_t chunk_index = 0; chunk_index < chunks.size(); ++chunk_index) {
         const CollapseChunk& chunk = chunks[chunk_index];
         for (Node c = chunk.first; c < chunk.last; ++c)
-            next.out_offsets[static_cast<std::size_t>(c) + 1] =
-                next.out_offsets[static_cast<std::size_t>(c)] + chunk.degree[static_cast<std::size_t>(c - chunk.first)];
-        chunk_offsets[chunk_index + 1] = chunk_offsets[chunk_index] + static_cast<std::int64_t>(chunk.targets.size());
+            next.out_offsets[static_cast<std::size_t>(c) + 1] = next.out_offsets[static_cast<std::size_t>(c)] + row_degree[static_cast<std::size_t>(c)];
+        chunk_offsets[chunk_index + 1] = chunk_offsets[chunk_index] + static_cast<std::int64_t>(chunk.num_edges);
     }
     const auto num_edges = static_cast<std::size_t>(chunk_offsets.back());
     next.out_targets.resize(num_edges);
@@ -1017,8 +1023,8 @@ LevelGraph collapse(const LevelGraph& graph, const Partition& refined, Partition
         for (std::size_t chunk_index = range.begin(); chunk_index != range.end(); ++chunk_index) {
             const CollapseChunk& chunk = chunks[chunk_index];
             const auto offset = static_cast<std::ptrdiff_t>(chunk_offsets[chunk_index]);
-            std::copy(chunk.targets.begin(), chunk.targets.end(), next.out_targets.begin() + offset);
-            std::copy(chunk.weights.begin(), chunk.weights.end(), next.out_weights.begin() + offset);
+            std::copy_n(row_targets + chunk.edge_begin, chunk.num_edges, next.out_targets.begin() + offset);
+            std::copy_n(row_weights + chunk.edge_begin, chunk.num_edges, next.out_weights.begin() + offset);
         }
     });
 
@@ -1030,16 +1036,16 @@ LevelGraph collapse(const LevelGraph& graph, const Partition& refined, Partition
         CommunityWeights* const weights = collapsed_partition.weights.data();
         double total = 0.0;
         for (const CollapseChunk& chunk : chunks) {
-            std::size_t row = 0;
+            std::size_t row = chunk.edge_begin;
             for (Node c = chunk.first; c < chunk.last; ++c) {
-                const auto degree = static_cast<std::size_t>(chunk.degree[static_cast<std::size_t>(c - chunk.first)]);
+                const auto degree = static_cast<std::size_t>(row_degree[static_cast<std::size_t>(c)]);
                 const std::size_t from = static_cast<std::size_t>(membership[static_cast<std::size_t>(c)]);
                 for (std::size_t rank = 0; rank < degree; ++rank) {
-                    const std::size_t edge = row + chunk.sorted_index[row + rank];
-                    const double weight = chunk.weights[edge];
+                    const std::size_t edge = row + row_sorted_index[row + rank];
+                    const double weight = row_weights[edge];
                     total += weight;
                     weights[from].from += weight;
-                    weights[static_cast<std::size_t>(membership[static_cast<std::size_t>(chunk.targets[edge])])].to += weight;
+                    weights[static_cast<std::size_t>(membership[static_cast<std::size_t>(row_targets[edge])])].to += weight;
                 }
                 row += degree;
             }
