@@ -142,6 +142,12 @@ struct Workspace {
     std::vector<double> row_weights;
     std::vector<std::uint32_t> row_sorted_index;  ///< collapse: see CollapseChunk
     std::vector<std::int64_t> row_degree;         ///< collapse: per aggregate node
+    /// Levels >= 1 of a pass alternate between two graphs and partitions whose storage
+    /// is kept across levels and passes (no fresh pages for every aggregate graph).
+    LevelGraph level_graphs[2];
+    Partition level_partitions[2];
+    Partition refined;
+    std::vector<Node> aggregate;
 
     explicit Workspace(Node nodes)
         : gathered(nodes),
@@ -174,6 +180,7 @@ inline void prefetch_row(const LevelGraph& graph, Node v) {
     constexpr std::size_t kLine = 64;
     const auto begin = static_cast<std::size_t>(graph.out_offsets[static_cast<std::size_t>(v)]);
     const auto end = static_cast<std::size_t>(graph.out_offsets[static_cast<std::size_t>(v) + 1]);
+    if (end == begin) return;
     const char* const targets = reinterpret_cast<const char*>(graph.out_targets.data());
     const char* const weights = reinterpret_cast<const char*>(graph.out_weights.data());
     for (std::size_t byte = begin * sizeof(Node); byte < end * sizeof(Node); byte += kLine) __builtin_prefetch(targets + byte);
@@ -856,16 +863,17 @@ struct CollapseScratch {
     std::vector<std::uint32_t> position;  ///< community -> index in the sorted row
 };
 
-/// Graph::collapse_graph on the refined partition, then the partition of the collapsed
-/// graph with `membership` (MutableVertexPartition::create(graph, membership)).
+/// Graph::collapse_graph on the refined partition into `next` (its storage reused), then
+/// the partition of the collapsed graph with `membership`
+/// (MutableVertexPartition::create(graph, membership)).
 /// Each community's row (its neighbour communities in order of first appearance over
 /// its members' out-edges by increasing member, and the summed weights) depends on the
 /// refined membership only, so the rows are built in parallel; every sum whose order
 /// is leidenalg's edge-id order (total weight, out-strengths, the collapsed partition's
 /// community weights) is then taken in that order, so the result is the same for any
 /// number of threads.
-LevelGraph collapse(const LevelGraph& graph, const Partition& refined, Partition& collapsed_partition, Workspace& ws,
-                    JobContext& ctx) {
+void collapse(const LevelGraph& graph, const Partition& refined, Partition& collapsed_partition, LevelGraph& next,
+              Workspace& ws, JobContext& ctx) {
     const Node count = refined.num_communities;
     const auto num_nodes = static_cast<std::size_t>(graph.num_nodes);
     const auto num_comms = static_cast<std::size_t>(count);
@@ -905,7 +913,6 @@ LevelGraph collapse(const LevelGraph& graph, const Partition& refined, Partition
             }
         }
     });
-    LevelGraph next;
     next.num_nodes = count;
     next.self_weight.assign(num_comms, 0.0);
     next.node_size.assign(num_comms, 0);
@@ -1064,6 +1071,7 @@ LevelGraph collapse(const LevelGraph& graph, const Partition& refined, Partition
         // so a block's edges in each row are one run.
         next.symmetric_structure = true;
         next.in_offsets = next.out_offsets;
+        next.in_sources.clear();
         next.in_weights.resize(num_edges);
         std::vector<std::int64_t> cursor(next.out_offsets.begin(), next.out_offsets.end() - 1);
         const std::size_t num_blocks = std::min<std::size_t>(4 * static_cast<std::size_t>(tbb::this_task_arena::max_concurrency()), 64);
@@ -1092,7 +1100,6 @@ LevelGraph collapse(const LevelGraph& graph, const Partition& refined, Partition
         add_in_edges(next);
         detect_symmetry(next);
     }
-    return next;
 }
 
 /// Optimiser::optimise_partition: one Leiden iteration from the current partition of
@@ -1104,14 +1111,13 @@ double optimise_partition(const LevelGraph& base, Partition& base_partition, boo
         init_admin(base, base_partition);
         base_needs_init = false;
     }
-    std::vector<Node> aggregate(num_cells);
+    std::vector<Node>& aggregate = ws.aggregate;
+    aggregate.resize(num_cells);
     std::iota(aggregate.begin(), aggregate.end(), 0);
-    LevelGraph level_graph;            // levels >= 1
-    Partition level_partition;         // levels >= 1
     const LevelGraph* graph = &base;
     Partition* partition = &base_partition;
     double improvement = 0.0;
-    Partition refined;
+    Partition& refined = ws.refined;
     for (int level = 0;; ++level) {
         improvement += move_nodes(*graph, *partition, resolution, rng, ws, cancel);
         if (level > 0) {
@@ -1127,15 +1133,15 @@ double optimise_partition(const LevelGraph& base, Partition& base_partition, boo
         const bool aggregate_further =
             refined.num_communities < graph->num_nodes && graph->num_nodes > partition->num_communities;
         if (!aggregate_further) break;
-        Partition next_partition;
+        // Level + 1 goes to the slot that level - 1 used (the current level's is read).
+        Partition& next_partition = ws.level_partitions[(level + 1) % 2];
+        LevelGraph& next_graph = ws.level_graphs[(level + 1) % 2];
         next_partition.membership.assign(static_cast<std::size_t>(refined.num_communities), 0);
         for (std::size_t v = 0; v < static_cast<std::size_t>(graph->num_nodes); ++v)
             next_partition.membership[static_cast<std::size_t>(refined.membership[v])] = partition->membership[v];
-        LevelGraph next_graph = collapse(*graph, refined, next_partition, ws, cancel.ctx);
-        level_graph = std::move(next_graph);
-        level_partition = std::move(next_partition);
-        graph = &level_graph;
-        partition = &level_partition;
+        collapse(*graph, refined, next_partition, next_graph, ws, cancel.ctx);
+        graph = &next_graph;
+        partition = &next_partition;
         cancel.ctx.checkpoint();
     }
     if (base_needs_init) {
