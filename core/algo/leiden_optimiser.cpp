@@ -1074,7 +1074,8 @@ void collapse(const LevelGraph& graph, const Partition& refined, Partition& coll
         next.in_sources.clear();
         next.in_weights.resize(num_edges);
         std::vector<std::int64_t> cursor(next.out_offsets.begin(), next.out_offsets.end() - 1);
-        const std::size_t num_blocks = std::min<std::size_t>(4 * static_cast<std::size_t>(tbb::this_task_arena::max_concurrency()), 64);
+        // One block per thread: every block reads the rows' boundaries once more.
+        const std::size_t num_blocks = std::min<std::size_t>(static_cast<std::size_t>(tbb::this_task_arena::max_concurrency()), 64);
         tbb::parallel_for(tbb::blocked_range<std::size_t>(0, num_blocks, 1), [&](const tbb::blocked_range<std::size_t>& range) {
             for (std::size_t block = range.begin(); block != range.end(); ++block) {
                 ctx.checkpoint();
