@@ -1,6 +1,13 @@
 #include "core/algo/leiden_optimiser.hpp"
 
+#include <tbb/blocked_range.h>
+#include <tbb/enumerable_thread_specific.h>
+#include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
+
 #include <algorithm>
+#include <atomic>
+#include <bit>
 #include <cfloat>
 #include <numeric>
 #include <stdexcept>
@@ -47,12 +54,20 @@ struct LevelGraph {
     double total_weight = 0.0;         ///< all edge weights summed in edge-id order
     /// Every node's in-edges come from exactly its out-neighbours (a symmetric matrix):
     /// igraph's IGRAPH_ALL order is then each neighbour's out-edge followed by its
-    /// in-edge, and the merge of the two lists is a walk over one.
+    /// in-edge, and the merge of the two lists is a walk over one. A collapsed level
+    /// with it keeps no in_sources (they are the out-edges' targets).
     bool symmetric_structure = false;
     /// Also equal weights both ways (the first level of a symmetric graph): a node's
     /// weights to and from a community are then the same sums. The first level then
     /// keeps no in-edge arrays (in_sources, in_weights empty; read the out-edges).
     bool symmetric_weights = false;
+};
+
+/// A community's total_weight_from_comm and total_weight_to_comm, side by side (read
+/// together for every candidate community).
+struct CommunityWeights {
+    double from = 0.0;
+    double to = 0.0;
 };
 
 /// leidenalg's MutableVertexPartition administration that the RB configuration model
@@ -62,8 +77,7 @@ struct Partition {
     std::vector<Node> membership;
     std::vector<std::int64_t> csize;
     std::vector<std::int64_t> cnodes;
-    std::vector<double> weight_from;  ///< total_weight_from_comm
-    std::vector<double> weight_to;    ///< total_weight_to_comm
+    std::vector<CommunityWeights> weights;
     std::vector<Node> empty;          ///< _empty_communities (a stack; order matters)
     Node num_communities = 0;
 };
@@ -95,30 +109,51 @@ void shuffle(std::vector<Node>& nodes, Rng& rng) {
     }
 }
 
-/// Buffers reused across levels and passes, sized for the largest (first) level.
-struct Workspace {
+/// One node's weights to and from its neighbouring communities (leidenalg's
+/// cache_neigh_communities), sized for every community of the largest level and left
+/// zeroed between nodes.
+struct Gathered {
     std::vector<double> weight_to_comm;    ///< per community: weight of v's out-edges into it
     std::vector<double> weight_from_comm;  ///< per community: weight of v's in-edges from it
     std::vector<std::uint8_t> added;
     std::vector<Node> candidates;       ///< num_candidates used; room for every community
     std::size_t num_candidates = 0;
+
+    explicit Gathered(Node num_nodes)
+        : weight_to_comm(static_cast<std::size_t>(num_nodes), 0.0),
+          weight_from_comm(static_cast<std::size_t>(num_nodes), 0.0),
+          added(static_cast<std::size_t>(num_nodes), 0),
+          candidates(static_cast<std::size_t>(num_nodes) + 1) {}
+};
+
+/// Buffers reused across levels and passes, sized for the largest (first) level.
+struct Workspace {
+    Gathered gathered;
+    /// One per thread of the parallel refinement (created on first use).
+    tbb::enumerable_thread_specific<Gathered> refine_gathered;
     std::vector<Node> order;
     std::vector<Node> queue;
     std::vector<std::uint8_t> stable;
     std::vector<std::int64_t> member_offsets;
     std::vector<Node> members;
-    std::vector<Node> neighbour_comms;  ///< room for every community (collapse)
-    std::vector<double> weight_to_neighbour;
+    std::vector<Node> member_targets;    ///< collapse: members' edges, targets' communities
+    std::vector<double> member_weights;  ///< collapse: members' edges, weights
+    std::vector<Node> row_targets;       ///< collapse: aggregate rows by target, per chunk
+    std::vector<double> row_weights;
+    std::vector<std::uint32_t> row_sorted_index;  ///< collapse: see CollapseChunk
+    std::vector<std::int64_t> row_degree;         ///< collapse: per aggregate node
+    /// Levels >= 1 of a pass alternate between two graphs and partitions whose storage
+    /// is kept across levels and passes (no fresh pages for every aggregate graph).
+    LevelGraph level_graphs[2];
+    Partition level_partitions[2];
+    Partition refined;
+    std::vector<Node> aggregate;
 
-    explicit Workspace(Node num_nodes)
-        : weight_to_comm(static_cast<std::size_t>(num_nodes), 0.0),
-          weight_from_comm(static_cast<std::size_t>(num_nodes), 0.0),
-          added(static_cast<std::size_t>(num_nodes), 0),
-          candidates(static_cast<std::size_t>(num_nodes) + 1),
-          queue(static_cast<std::size_t>(num_nodes) + 1),
-          stable(static_cast<std::size_t>(num_nodes), 0),
-          neighbour_comms(static_cast<std::size_t>(num_nodes) + 1),
-          weight_to_neighbour(static_cast<std::size_t>(num_nodes), 0.0) {}
+    explicit Workspace(Node nodes)
+        : gathered(nodes),
+          refine_gathered(nodes),
+          queue(static_cast<std::size_t>(nodes) + 1),
+          stable(static_cast<std::size_t>(nodes), 0) {}
 };
 
 /// Counts visits and checks for cancellation every few thousand of them.
@@ -131,12 +166,27 @@ struct Cancellation {
 };
 
 /// Hides memory latency of the random accesses ahead of use (no effect on results):
-/// the edge row of a node visited two steps later, and the community of every
-/// neighbour of the node visited next.
+/// a node's own entries three visits ahead, its edge row two visits ahead, and the
+/// community of every neighbour of the node visited next.
+inline void prefetch_node(const LevelGraph& graph, const std::vector<Node>& membership, Node v) {
+    const auto node = static_cast<std::size_t>(v);
+    __builtin_prefetch(graph.out_offsets.data() + node);
+    __builtin_prefetch(membership.data() + node);
+    __builtin_prefetch(graph.strength_out.data() + node);
+    __builtin_prefetch(graph.strength_in.data() + node);
+    __builtin_prefetch(graph.self_weight.data() + node);
+}
 inline void prefetch_row(const LevelGraph& graph, Node v) {
-    const auto begin = graph.out_offsets[static_cast<std::size_t>(v)];
-    __builtin_prefetch(graph.out_targets.data() + begin);
-    __builtin_prefetch(graph.out_weights.data() + begin);
+    constexpr std::size_t kLine = 64;
+    const auto begin = static_cast<std::size_t>(graph.out_offsets[static_cast<std::size_t>(v)]);
+    const auto end = static_cast<std::size_t>(graph.out_offsets[static_cast<std::size_t>(v) + 1]);
+    if (end == begin) return;
+    const char* const targets = reinterpret_cast<const char*>(graph.out_targets.data());
+    const char* const weights = reinterpret_cast<const char*>(graph.out_weights.data());
+    for (std::size_t byte = begin * sizeof(Node); byte < end * sizeof(Node); byte += kLine) __builtin_prefetch(targets + byte);
+    __builtin_prefetch(targets + end * sizeof(Node) - 1);
+    for (std::size_t byte = begin * sizeof(double); byte < end * sizeof(double); byte += kLine) __builtin_prefetch(weights + byte);
+    __builtin_prefetch(weights + end * sizeof(double) - 1);
 }
 inline void prefetch_neighbour_communities(const LevelGraph& graph, const std::vector<Node>& membership, Node v) {
     const auto begin = static_cast<std::size_t>(graph.out_offsets[static_cast<std::size_t>(v)]);
@@ -178,24 +228,13 @@ void for_all_edges(const LevelGraph& graph, Node v, OnOut&& on_out, OnIn&& on_in
     for (; in < in_end; ++in) on_in(graph.in_sources[static_cast<std::size_t>(in)], graph.in_weights[static_cast<std::size_t>(in)]);
 }
 
-/// Fills in-edges, strengths and the total weight from the out-edges, whose stored
-/// order is the edge-id order (grouped by source, ascending).
-void finish_graph(LevelGraph& graph) {
+/// Fills the in-edges (each node's by increasing source, i.e. in edge-id order) and the
+/// in-strengths summed in that order from the out-edges.
+void add_in_edges(LevelGraph& graph) {
     const auto num_nodes = static_cast<std::size_t>(graph.num_nodes);
-    graph.strength_out.assign(num_nodes, 0.0);
-    graph.strength_in.assign(num_nodes, 0.0);
-    graph.total_weight = 0.0;
-    std::vector<std::int64_t> in_count(num_nodes + 1, 0);
-    for (std::size_t v = 0; v < num_nodes; ++v) {
-        for (auto edge = graph.out_offsets[v]; edge < graph.out_offsets[v + 1]; ++edge) {
-            const double weight = graph.out_weights[static_cast<std::size_t>(edge)];
-            graph.total_weight += weight;
-            graph.strength_out[v] += weight;
-            ++in_count[static_cast<std::size_t>(graph.out_targets[static_cast<std::size_t>(edge)]) + 1];
-        }
-    }
     graph.in_offsets.assign(num_nodes + 1, 0);
-    for (std::size_t v = 0; v < num_nodes; ++v) graph.in_offsets[v + 1] = graph.in_offsets[v] + in_count[v + 1];
+    for (const Node target : graph.out_targets) ++graph.in_offsets[static_cast<std::size_t>(target) + 1];
+    for (std::size_t v = 0; v < num_nodes; ++v) graph.in_offsets[v + 1] += graph.in_offsets[v];
     graph.in_sources.resize(graph.out_targets.size());
     graph.in_weights.resize(graph.out_weights.size());
     std::vector<std::int64_t> cursor(graph.in_offsets.begin(), graph.in_offsets.end() - 1);
@@ -207,10 +246,26 @@ void finish_graph(LevelGraph& graph) {
             graph.in_weights[slot] = graph.out_weights[static_cast<std::size_t>(edge)];
         }
     }
-    // In-edges of a node arrive by increasing source = edge-id order.
+    graph.strength_in.assign(num_nodes, 0.0);
     for (std::size_t v = 0; v < num_nodes; ++v)
         for (auto edge = graph.in_offsets[v]; edge < graph.in_offsets[v + 1]; ++edge)
             graph.strength_in[v] += graph.in_weights[static_cast<std::size_t>(edge)];
+}
+
+/// Fills in-edges, strengths and the total weight from the out-edges, whose stored
+/// order is the edge-id order (grouped by source, ascending).
+void finish_graph(LevelGraph& graph) {
+    const auto num_nodes = static_cast<std::size_t>(graph.num_nodes);
+    graph.strength_out.assign(num_nodes, 0.0);
+    graph.total_weight = 0.0;
+    for (std::size_t v = 0; v < num_nodes; ++v) {
+        for (auto edge = graph.out_offsets[v]; edge < graph.out_offsets[v + 1]; ++edge) {
+            const double weight = graph.out_weights[static_cast<std::size_t>(edge)];
+            graph.total_weight += weight;
+            graph.strength_out[v] += weight;
+        }
+    }
+    add_in_edges(graph);
 }
 
 /// Sets the symmetry flags once out-edges are in target order.
@@ -292,15 +347,13 @@ void allocate(Partition& partition, Node num_nodes) {
     const auto size = static_cast<std::size_t>(num_nodes);
     partition.csize.assign(size, 0);
     partition.cnodes.assign(size, 0);
-    partition.weight_from.assign(size, 0.0);
-    partition.weight_to.assign(size, 0.0);
+    partition.weights.assign(size, CommunityWeights{});
     partition.empty.clear();
 }
 
-/// MutableVertexPartition::init_admin for the current membership: sums over edges in
-/// edge-id order, which is the stored order of the out-edges (call it before
-/// sort_out_edges on a collapsed level).
-void init_admin(const LevelGraph& graph, Partition& partition) {
+/// The node part of MutableVertexPartition::init_admin for the current membership:
+/// community count, sizes and node counts; weights zeroed.
+void init_admin_nodes(const LevelGraph& graph, Partition& partition) {
     allocate(partition, graph.num_nodes);
     Node count = 0;
     for (const Node community : partition.membership) count = std::max(count, community + 1);
@@ -310,16 +363,28 @@ void init_admin(const LevelGraph& graph, Partition& partition) {
         partition.csize[community] += graph.node_size[v];
         partition.cnodes[community] += 1;
     }
+}
+
+/// The empty communities below the community count, once node counts are known.
+void init_admin_empty(Partition& partition) {
+    partition.empty.clear();
+    for (Node community = 0; community < partition.num_communities; ++community)
+        if (partition.cnodes[static_cast<std::size_t>(community)] == 0) partition.empty.push_back(community);
+}
+
+/// MutableVertexPartition::init_admin for the current membership: sums over edges in
+/// edge-id order, which is the stored order of the base graph's out-edges.
+void init_admin(const LevelGraph& graph, Partition& partition) {
+    init_admin_nodes(graph, partition);
     for (std::size_t v = 0; v < static_cast<std::size_t>(graph.num_nodes); ++v) {
         const auto from = static_cast<std::size_t>(partition.membership[v]);
         for (auto edge = graph.out_offsets[v]; edge < graph.out_offsets[v + 1]; ++edge) {
             const double weight = graph.out_weights[static_cast<std::size_t>(edge)];
-            partition.weight_from[from] += weight;
-            partition.weight_to[static_cast<std::size_t>(partition.membership[static_cast<std::size_t>(graph.out_targets[static_cast<std::size_t>(edge)])])] += weight;
+            partition.weights[from].from += weight;
+            partition.weights[static_cast<std::size_t>(partition.membership[static_cast<std::size_t>(graph.out_targets[static_cast<std::size_t>(edge)])])].to += weight;
         }
     }
-    for (Node community = 0; community < count; ++community)
-        if (partition.cnodes[static_cast<std::size_t>(community)] == 0) partition.empty.push_back(community);
+    init_admin_empty(partition);
 }
 
 /// A partition of singletons (MutableVertexPartition(graph)): its community weights are
@@ -331,8 +396,8 @@ void singletons(const LevelGraph& graph, Partition& partition) {
     partition.num_communities = graph.num_nodes;
     std::copy(graph.node_size.begin(), graph.node_size.end(), partition.csize.begin());
     std::fill(partition.cnodes.begin(), partition.cnodes.end(), 1);
-    std::copy(graph.strength_out.begin(), graph.strength_out.end(), partition.weight_from.begin());
-    std::copy(graph.strength_in.begin(), graph.strength_in.end(), partition.weight_to.begin());
+    for (std::size_t v = 0; v < static_cast<std::size_t>(graph.num_nodes); ++v)
+        partition.weights[v] = CommunityWeights{graph.strength_out[v], graph.strength_in[v]};
 }
 
 /// MutableVertexPartition::get_empty_community (adds one when there is none).
@@ -344,15 +409,29 @@ Node empty_community(Partition& partition, Node num_nodes) {
         const auto index = static_cast<std::size_t>(community);
         partition.csize[index] = 0;
         partition.cnodes[index] = 0;
-        partition.weight_from[index] = 0.0;
-        partition.weight_to[index] = 0.0;
+        partition.weights[index].from = 0.0;
+        partition.weights[index].to = 0.0;
         partition.empty.push_back(community);
     }
     return partition.empty.back();
 }
 
-/// MutableVertexPartition::move_node, in its order of updates.
-void move_node(const LevelGraph& graph, Partition& partition, Node v, Node new_comm) {
+/// The community of node `u`. With kShared the membership is being written by other
+/// tasks of the refinement (for nodes of other constraint communities; what is read
+/// for those is only ever discarded), so it is read atomically.
+template <bool kShared>
+inline Node community_of(const Node* membership, Node u) {
+    if constexpr (kShared) {
+        return std::atomic_ref<Node>(const_cast<Node&>(membership[u])).load(std::memory_order_relaxed);
+    } else {
+        return membership[u];
+    }
+}
+
+/// MutableVertexPartition::move_node without its bookkeeping of empty communities:
+/// node counts, sizes and community weights, in leidenalg's order of updates.
+template <bool kShared>
+void move_node_admin(const LevelGraph& graph, Partition& partition, Node v, Node new_comm) {
     const auto node = static_cast<std::size_t>(v);
     const Node old_comm = partition.membership[node];
     const auto old_index = static_cast<std::size_t>(old_comm);
@@ -360,18 +439,20 @@ void move_node(const LevelGraph& graph, Partition& partition, Node v, Node new_c
     const std::int64_t size = graph.node_size[node];
     partition.cnodes[old_index] -= 1;
     partition.csize[old_index] -= size;
-    if (partition.cnodes[old_index] == 0) partition.empty.push_back(old_comm);
-    if (partition.cnodes[new_index] == 0) {
-        const auto found = std::find(partition.empty.rbegin(), partition.empty.rend(), new_comm);
-        if (found != partition.empty.rend()) partition.empty.erase(std::next(found).base());
-    }
     partition.cnodes[new_index] += 1;
     partition.csize[new_index] += size;
+    const auto set_membership = [&] {
+        if constexpr (kShared) {
+            std::atomic_ref<Node>(partition.membership[node]).store(new_comm, std::memory_order_relaxed);
+        } else {
+            partition.membership[node] = new_comm;
+        }
+    };
     // Edge by edge, as leidenalg updates them (the rounding follows the same steps).
     if (graph.symmetric_weights) {
         // In-edges carry the out-edges' weights in the same order: one walk.
-        double from_old = partition.weight_from[old_index], from_new = partition.weight_from[new_index];
-        double to_old = partition.weight_to[old_index], to_new = partition.weight_to[new_index];
+        double from_old = partition.weights[old_index].from, from_new = partition.weights[new_index].from;
+        double to_old = partition.weights[old_index].to, to_new = partition.weights[new_index].to;
         for (auto edge = graph.out_offsets[node]; edge < graph.out_offsets[node + 1]; ++edge) {
             const double weight = graph.out_weights[static_cast<std::size_t>(edge)];
             from_old -= weight;
@@ -379,46 +460,61 @@ void move_node(const LevelGraph& graph, Partition& partition, Node v, Node new_c
             to_old -= weight;
             to_new += weight;
         }
-        partition.weight_from[old_index] = from_old;
-        partition.weight_from[new_index] = from_new;
-        partition.weight_to[old_index] = to_old;
-        partition.weight_to[new_index] = to_new;
-        partition.membership[node] = new_comm;
+        partition.weights[old_index].from = from_old;
+        partition.weights[new_index].from = from_new;
+        partition.weights[old_index].to = to_old;
+        partition.weights[new_index].to = to_new;
+        set_membership();
         return;
     }
-    double from_old = partition.weight_from[old_index], from_new = partition.weight_from[new_index];
+    double from_old = partition.weights[old_index].from, from_new = partition.weights[new_index].from;
     for (auto edge = graph.out_offsets[node]; edge < graph.out_offsets[node + 1]; ++edge) {
         const double weight = graph.out_weights[static_cast<std::size_t>(edge)];
         from_old -= weight;
         from_new += weight;
     }
-    partition.weight_from[old_index] = from_old;
-    partition.weight_from[new_index] = from_new;
-    double to_old = partition.weight_to[old_index], to_new = partition.weight_to[new_index];
+    partition.weights[old_index].from = from_old;
+    partition.weights[new_index].from = from_new;
+    double to_old = partition.weights[old_index].to, to_new = partition.weights[new_index].to;
     for (auto edge = graph.in_offsets[node]; edge < graph.in_offsets[node + 1]; ++edge) {
         const double weight = graph.in_weights[static_cast<std::size_t>(edge)];
         to_old -= weight;
         to_new += weight;
     }
-    partition.weight_to[old_index] = to_old;
-    partition.weight_to[new_index] = to_new;
-    partition.membership[node] = new_comm;
+    partition.weights[old_index].to = to_old;
+    partition.weights[new_index].to = to_new;
+    set_membership();
+}
+
+/// MutableVertexPartition::move_node, in its order of updates (the stack of empty
+/// communities first: it does not depend on the rest).
+void move_node(const LevelGraph& graph, Partition& partition, Node v, Node new_comm) {
+    const Node old_comm = partition.membership[static_cast<std::size_t>(v)];
+    if (partition.cnodes[static_cast<std::size_t>(old_comm)] == 1) partition.empty.push_back(old_comm);
+    if (partition.cnodes[static_cast<std::size_t>(new_comm)] == 0) {
+        const auto found = std::find(partition.empty.rbegin(), partition.empty.rend(), new_comm);
+        if (found != partition.empty.rend()) partition.empty.erase(std::next(found).base());
+    }
+    move_node_admin<false>(graph, partition, v, new_comm);
 }
 
 /// MutableVertexPartition::renumber_communities: by decreasing size, then decreasing
 /// node count, then increasing old number; empty communities dropped.
 void renumber(Partition& partition, std::vector<Node>& scratch) {
     const Node count = partition.num_communities;
-    scratch.resize(static_cast<std::size_t>(count));
-    std::iota(scratch.begin(), scratch.end(), 0);
+    // Only non-empty communities are ranked: the empty ones would rank last and are
+    // dropped (no node refers to them).
+    scratch.clear();
+    for (Node community = 0; community < count; ++community)
+        if (partition.csize[static_cast<std::size_t>(community)] > 0) scratch.push_back(community);
     std::sort(scratch.begin(), scratch.end(), [&](Node a, Node b) {
         const auto ia = static_cast<std::size_t>(a), ib = static_cast<std::size_t>(b);
         if (partition.csize[ia] != partition.csize[ib]) return partition.csize[ia] > partition.csize[ib];
         if (partition.cnodes[ia] != partition.cnodes[ib]) return partition.cnodes[ia] > partition.cnodes[ib];
         return a < b;
     });
-    std::vector<Node> new_id(static_cast<std::size_t>(count));
-    for (Node rank = 0; rank < count; ++rank) new_id[static_cast<std::size_t>(scratch[static_cast<std::size_t>(rank)])] = rank;
+    std::vector<Node> new_id(static_cast<std::size_t>(count), 0);
+    for (std::size_t rank = 0; rank < scratch.size(); ++rank) new_id[static_cast<std::size_t>(scratch[rank])] = static_cast<Node>(rank);
     Node used = 0;
     for (auto& community : partition.membership) {
         community = new_id[static_cast<std::size_t>(community)];
@@ -429,14 +525,14 @@ void renumber(Partition& partition, std::vector<Node>& scratch) {
     for (Node old = 0; old < count; ++old) keep[static_cast<std::size_t>(old)] = partition.csize[static_cast<std::size_t>(old)] > 0;
     const auto permute_kept = [&](auto& values) {
         const auto end = values.begin() + count;
-        const std::vector<typename std::decay_t<decltype(values)>::value_type> copy(values.begin(), end);
-        std::fill(values.begin(), end, 0);
+        using Value = typename std::decay_t<decltype(values)>::value_type;
+        const std::vector<Value> copy(values.begin(), end);
+        std::fill(values.begin(), end, Value{});
         for (Node old = 0; old < count; ++old)
             if (keep[static_cast<std::size_t>(old)])
                 values[static_cast<std::size_t>(new_id[static_cast<std::size_t>(old)])] = copy[static_cast<std::size_t>(old)];
     };
-    permute_kept(partition.weight_from);
-    permute_kept(partition.weight_to);
+    permute_kept(partition.weights);
     permute_kept(partition.cnodes);
     permute_kept(partition.csize);
     partition.num_communities = used;
@@ -474,7 +570,8 @@ private:
 /// Accumulates v's weights to and from each neighbouring community (leidenalg's
 /// cache_neigh_communities for IGRAPH_OUT and IGRAPH_IN) and lists the communities in
 /// order of first appearance among v's neighbours in igraph's IGRAPH_ALL order.
-void gather(const LevelGraph& graph, const Partition& partition, Node v, Workspace& ws) {
+template <bool kShared = false>
+void gather(const LevelGraph& graph, const Partition& partition, Node v, Gathered& ws) {
     Node* const candidates = ws.candidates.data();
     std::size_t count = 0;
     if (graph.symmetric_weights) {
@@ -489,7 +586,7 @@ void gather(const LevelGraph& graph, const Partition& partition, Node v, Workspa
         const Node* const membership = partition.membership.data();
         double* const sums = ws.weight_to_comm.data();
         for (std::size_t edge = begin; edge < end; ++edge) {
-            const Node community = membership[targets[edge]];
+            const Node community = community_of<kShared>(membership, targets[edge]);
             const double sum = sums[community];
             candidates[count] = community;
             count += sum == 0.0 ? 1 : 0;
@@ -508,12 +605,12 @@ void gather(const LevelGraph& graph, const Partition& partition, Node v, Workspa
     for_all_edges(
         graph, v,
         [&](Node target, double weight) {
-            const Node community = partition.membership[static_cast<std::size_t>(target)];
+            const Node community = community_of<kShared>(partition.membership.data(), target);
             ws.weight_to_comm[static_cast<std::size_t>(community)] += weight;
             touch(community);
         },
         [&](Node source, double weight) {
-            const Node community = partition.membership[static_cast<std::size_t>(source)];
+            const Node community = community_of<kShared>(partition.membership.data(), source);
             ws.weight_from_comm[static_cast<std::size_t>(community)] += weight;
             touch(community);
         });
@@ -521,11 +618,16 @@ void gather(const LevelGraph& graph, const Partition& partition, Node v, Workspa
 }
 
 /// v's weight from `community` as gathered (leidenalg's weight_from_comm).
-inline double weight_from(const LevelGraph& graph, const Workspace& ws, std::size_t community) {
+inline double weight_from(const LevelGraph& graph, const Gathered& ws, std::size_t community) {
     return graph.symmetric_weights ? ws.weight_to_comm[community] : ws.weight_from_comm[community];
 }
 
-void clear_gathered(Workspace& ws) {
+void clear_gathered(const LevelGraph& graph, Gathered& ws) {
+    if (graph.symmetric_weights) {
+        // gather() filled only the weights to each community.
+        for (std::size_t slot = 0; slot < ws.num_candidates; ++slot) ws.weight_to_comm[static_cast<std::size_t>(ws.candidates[slot])] = 0.0;
+        return;
+    }
     for (std::size_t slot = 0; slot < ws.num_candidates; ++slot) {
         const auto index = static_cast<std::size_t>(ws.candidates[slot]);
         ws.weight_to_comm[index] = 0.0;
@@ -534,12 +636,12 @@ void clear_gathered(Workspace& ws) {
     }
 }
 
-DiffMove diff_for(const LevelGraph& graph, const Partition& partition, Node v, double resolution, const Workspace& ws) {
+DiffMove diff_for(const LevelGraph& graph, const Partition& partition, Node v, double resolution, const Gathered& ws) {
     const auto node = static_cast<std::size_t>(v);
     const auto old_index = static_cast<std::size_t>(partition.membership[node]);
     return DiffMove(resolution, graph.total_weight, graph.strength_out[node], graph.strength_in[node], graph.self_weight[node],
-                    ws.weight_to_comm[old_index], weight_from(graph, ws, old_index), partition.weight_from[old_index],
-                    partition.weight_to[old_index]);
+                    ws.weight_to_comm[old_index], weight_from(graph, ws, old_index), partition.weights[old_index].from,
+                    partition.weights[old_index].to);
 }
 
 /// Optimiser::move_nodes with ALL_NEIGH_COMMS and the empty community considered: the
@@ -556,28 +658,33 @@ double move_nodes(const LevelGraph& graph, Partition& partition, double resoluti
     for (const Node v : ws.order) ws.queue[tail++] = v;
     std::fill(ws.stable.begin(), ws.stable.begin() + num_nodes, 0);
     double total_improvement = 0.0;
+    Gathered& gathered = ws.gathered;
     while (head != tail) {
         const Node v = ws.queue[head];
         head = head + 1 == capacity ? 0 : head + 1;
         cancel.tick();
         if (head != tail) {
             const std::size_t next = head + 1 == capacity ? 0 : head + 1;
-            if (next != tail) prefetch_row(graph, ws.queue[next]);
+            if (next != tail) {
+                prefetch_row(graph, ws.queue[next]);
+                const std::size_t after = next + 1 == capacity ? 0 : next + 1;
+                if (after != tail) prefetch_node(graph, partition.membership, ws.queue[after]);
+            }
             prefetch_neighbour_communities(graph, partition.membership, ws.queue[head]);
         }
         const auto node = static_cast<std::size_t>(v);
         const Node v_comm = partition.membership[node];
-        gather(graph, partition, v, ws);
-        const std::size_t num_neighbour_comms = ws.num_candidates;
+        gather(graph, partition, v, gathered);
+        const std::size_t num_neighbour_comms = gathered.num_candidates;
         Node empty = -1;
         if (partition.cnodes[static_cast<std::size_t>(v_comm)] > 1) empty = empty_community(partition, num_nodes);
-        const DiffMove diff = diff_for(graph, partition, v, resolution, ws);
+        const DiffMove diff = diff_for(graph, partition, v, resolution, gathered);
         Node max_comm = v_comm;
         double max_improvement = 10 * DBL_EPSILON;
         for (std::size_t index = 0; index <= num_neighbour_comms; ++index) {
             Node community;
             if (index < num_neighbour_comms) {
-                community = ws.candidates[index];
+                community = gathered.candidates[index];
             } else {
                 if (empty < 0) break;
                 community = empty;
@@ -585,13 +692,13 @@ double move_nodes(const LevelGraph& graph, Partition& partition, double resoluti
             if (community == v_comm) continue;  // diff_move is 0 there
             const auto c = static_cast<std::size_t>(community);
             const double improvement =
-                diff(ws.weight_to_comm[c], weight_from(graph, ws, c), partition.weight_from[c], partition.weight_to[c]);
+                diff(gathered.weight_to_comm[c], weight_from(graph, gathered, c), partition.weights[c].from, partition.weights[c].to);
             if (improvement > max_improvement) {
                 max_comm = community;
                 max_improvement = improvement;
             }
         }
-        clear_gathered(ws);
+        clear_gathered(graph, gathered);
         ws.stable[node] = 1;
         if (max_comm != v_comm) {
             total_improvement += max_improvement;
@@ -604,48 +711,56 @@ double move_nodes(const LevelGraph& graph, Partition& partition, double resoluti
                     ws.stable[neighbour] = 0;
                 }
             };
-            for_all_edges(graph, v, requeue, requeue);
+            if (graph.symmetric_structure) {
+                // igraph lists each neighbour twice (out- and in-edge) in a row; the
+                // second visit finds it queued or in max_comm, so one visit decides.
+                for (auto edge = graph.out_offsets[node]; edge < graph.out_offsets[node + 1]; ++edge)
+                    requeue(graph.out_targets[static_cast<std::size_t>(edge)], 0.0);
+            } else {
+                for_all_edges(graph, v, requeue, requeue);
+            }
         }
     }
     renumber(partition, ws.order);
     return total_improvement;
 }
 
-/// Optimiser::merge_nodes_constrained with leidenalg's refine_consider_comms default,
-/// ALL_NEIGH_COMMS: one pass over the nodes in random order; a node still alone in its
-/// community merges into the neighbouring community (within its community of
-/// `constraint`) that improves the quality most, ties going to the later candidate
-/// (`>=`), provided the quality does not drop.
-void merge_nodes_constrained(const LevelGraph& graph, Partition& partition, const std::vector<Node>& constraint,
-                             double resolution, Rng& rng, Workspace& ws, Cancellation& cancel) {
-    const Node num_nodes = graph.num_nodes;
-    ws.order.resize(static_cast<std::size_t>(num_nodes));
-    std::iota(ws.order.begin(), ws.order.end(), 0);
-    shuffle(ws.order, rng);
+/// The refinement's decisions for the nodes `order[0, count)` (in that order), which
+/// are all the nodes of some constraint communities: a node's candidates, the weights
+/// it compares and the communities it can join lie in its own constraint community, so
+/// groups of constraint communities are refined independently, each in the shuffled
+/// order, with the same decisions and sums as one pass over all nodes. With kShared,
+/// other groups run at the same time (the stack of empty communities is not kept; the
+/// renumbering that follows rebuilds it).
+template <bool kShared>
+void refine_nodes(const LevelGraph& graph, Partition& partition, const std::vector<Node>& constraint, double resolution,
+                  const Node* order, std::size_t count, Gathered& gathered, JobContext& ctx) {
     // The partition starts as singletons and merges stay inside a constraint community.
     // Community c starts as {c}; while non-empty it still holds node c (only singletons
     // move), so node c's constraint is the community's.
     const std::vector<Node>& community_constraint = constraint;
-    for (std::size_t position = 0; position < ws.order.size(); ++position) {
-        const Node v = ws.order[position];
-        cancel.tick();
-        if (position + 2 < ws.order.size()) prefetch_row(graph, ws.order[position + 2]);
-        if (position + 1 < ws.order.size()) prefetch_neighbour_communities(graph, partition.membership, ws.order[position + 1]);
+    for (std::size_t position = 0; position < count; ++position) {
+        const Node v = order[position];
+        if ((position & 0xFFFu) == 0xFFFu) ctx.checkpoint();
+        if (position + 3 < count) prefetch_node(graph, partition.membership, order[position + 3]);
+        if (position + 2 < count) prefetch_row(graph, order[position + 2]);
+        if (position + 1 < count) prefetch_neighbour_communities(graph, partition.membership, order[position + 1]);
         const auto node = static_cast<std::size_t>(v);
         const Node v_comm = partition.membership[node];
         if (partition.cnodes[static_cast<std::size_t>(v_comm)] != 1) continue;
         const Node v_constraint = constraint[node];
         // Weights of v to every neighbouring community (all of v's edges, as
         // cache_neigh_communities), candidates restricted to v's constraint community.
-        gather(graph, partition, v, ws);
-        const DiffMove diff = diff_for(graph, partition, v, resolution, ws);
+        gather<kShared>(graph, partition, v, gathered);
+        const DiffMove diff = diff_for(graph, partition, v, resolution, gathered);
         Node max_comm = v_comm;
         double max_improvement = 0.0;
         const auto consider = [&](Node community) {
             const auto c = static_cast<std::size_t>(community);
             const double improvement =
-                community == v_comm ? 0.0
-                                    : diff(ws.weight_to_comm[c], weight_from(graph, ws, c), partition.weight_from[c], partition.weight_to[c]);
+                community == v_comm
+                    ? 0.0
+                    : diff(gathered.weight_to_comm[c], weight_from(graph, gathered, c), partition.weights[c].from, partition.weights[c].to);
             if (improvement >= max_improvement) {
                 max_comm = community;
                 max_improvement = improvement;
@@ -654,92 +769,338 @@ void merge_nodes_constrained(const LevelGraph& graph, Partition& partition, cons
         // Distinct communities of neighbours in v's constraint community, in order of
         // first appearance: the neighbouring communities restricted to the constraint
         // (refined communities never straddle two constraint ones).
-        for (std::size_t slot = 0; slot < ws.num_candidates; ++slot)
-            if (const Node community = ws.candidates[slot]; community_constraint[static_cast<std::size_t>(community)] == v_constraint) consider(community);
-        clear_gathered(ws);
-        if (max_comm != v_comm) move_node(graph, partition, v, max_comm);
+        for (std::size_t slot = 0; slot < gathered.num_candidates; ++slot)
+            if (const Node community = gathered.candidates[slot]; community_constraint[static_cast<std::size_t>(community)] == v_constraint)
+                consider(community);
+        clear_gathered(graph, gathered);
+        if (max_comm != v_comm) move_node_admin<kShared>(graph, partition, v, max_comm);
     }
+}
+
+/// Optimiser::merge_nodes_constrained with leidenalg's refine_consider_comms default,
+/// ALL_NEIGH_COMMS: one pass over the nodes in random order; a node still alone in its
+/// community merges into the neighbouring community (within its community of
+/// `constraint`, which has `num_constraint_comms` communities) that improves the
+/// quality most, ties going to the later candidate (`>=`), provided the quality does
+/// not drop. Groups of constraint communities run in parallel (refine_nodes).
+void merge_nodes_constrained(const LevelGraph& graph, Partition& partition, const std::vector<Node>& constraint,
+                             Node num_constraint_comms, double resolution, Rng& rng, Workspace& ws, JobContext& ctx) {
+    const Node num_nodes = graph.num_nodes;
+    ws.order.resize(static_cast<std::size_t>(num_nodes));
+    std::iota(ws.order.begin(), ws.order.end(), 0);
+    shuffle(ws.order, rng);
+    // A few groups per thread, so that a thread that gets less processor time (a busy
+    // machine) holds up the others less.
+    constexpr Node kMinParallelNodes = 4096;
+    const int threads = tbb::this_task_arena::max_concurrency();
+    const auto num_tasks = static_cast<std::size_t>(std::min<Node>(std::min<Node>(threads > 1 ? 4 * threads : 1, num_constraint_comms), 64));
+    if (num_tasks <= 1 || num_nodes < kMinParallelNodes) {
+        refine_nodes<false>(graph, partition, constraint, resolution, ws.order.data(), ws.order.size(), ws.gathered, ctx);
+    } else {
+        // Constraint communities to tasks, largest first to the task with fewest nodes.
+        const auto num_comms = static_cast<std::size_t>(num_constraint_comms);
+        std::vector<std::int64_t> comm_nodes(num_comms, 0);
+        for (const Node community : constraint) ++comm_nodes[static_cast<std::size_t>(community)];
+        std::vector<Node> by_size(num_comms);
+        std::iota(by_size.begin(), by_size.end(), 0);
+        std::sort(by_size.begin(), by_size.end(), [&](Node a, Node b) {
+            return comm_nodes[static_cast<std::size_t>(a)] > comm_nodes[static_cast<std::size_t>(b)];
+        });
+        std::vector<std::int64_t> task_nodes(num_tasks, 0);
+        std::vector<std::uint32_t> task_of(num_comms, 0);
+        for (const Node community : by_size) {
+            const auto lightest = static_cast<std::size_t>(std::min_element(task_nodes.begin(), task_nodes.end()) - task_nodes.begin());
+            task_of[static_cast<std::size_t>(community)] = static_cast<std::uint32_t>(lightest);
+            task_nodes[lightest] += comm_nodes[static_cast<std::size_t>(community)];
+        }
+        // Each task's nodes in the shuffled order.
+        std::vector<std::size_t> task_offsets(num_tasks + 1, 0);
+        for (std::size_t task = 0; task < num_tasks; ++task) task_offsets[task + 1] = task_offsets[task] + static_cast<std::size_t>(task_nodes[task]);
+        ws.members.resize(static_cast<std::size_t>(num_nodes));
+        {
+            std::vector<std::size_t> cursor(task_offsets.begin(), task_offsets.end() - 1);
+            for (const Node v : ws.order)
+                ws.members[cursor[task_of[static_cast<std::size_t>(constraint[static_cast<std::size_t>(v)])]]++] = v;
+        }
+        tbb::parallel_for(tbb::blocked_range<std::size_t>(0, num_tasks, 1), [&](const tbb::blocked_range<std::size_t>& range) {
+            for (std::size_t task = range.begin(); task != range.end(); ++task)
+                refine_nodes<true>(graph, partition, constraint, resolution, ws.members.data() + task_offsets[task],
+                                   task_offsets[task + 1] - task_offsets[task], ws.refine_gathered.local(), ctx);
+        });
+    }
+    ctx.checkpoint();
     renumber(partition, ws.order);
 }
 
-/// Graph::collapse_graph on the refined partition, then the partition of the collapsed
-/// graph with `membership` (MutableVertexPartition::create(graph, membership)).
-LevelGraph collapse(const LevelGraph& graph, const Partition& refined, Partition& collapsed_partition, Workspace& ws,
-                    Cancellation& cancel) {
+/// A run of consecutive refined communities whose collapsed out-edges one task of
+/// collapse() builds, into Workspace's row buffers from `edge_begin` on (the rows are
+/// no longer than the members' edges, which start there): each community's edges in
+/// igraph's order (by target), and for each edge in edge-id order (first appearance,
+/// the order leidenalg creates them in) its index within its community's row.
+struct CollapseChunk {
+    Node first = 0, last = 0;  ///< communities [first, last)
+    std::size_t edge_begin = 0;
+    std::size_t num_edges = 0;  ///< collapsed edges written
+};
+
+/// The first `size` elements of a buffer reused across levels; grows only (no
+/// zero-filling of what an earlier level already allocated).
+template <typename T>
+T* reuse(std::vector<T>& buffer, std::size_t size) {
+    if (buffer.size() < size) buffer.resize(size);
+    return buffer.data();
+}
+
+/// Per thread of collapse(), for the row being built: a sum per community, the
+/// communities met in order of first appearance, and a two-level bitmap of them from
+/// which the row is read back by increasing community (igraph's order) without a sort.
+/// Sums and bitmaps are left zeroed after each row.
+struct CollapseScratch {
+    std::vector<double> sums;
+    std::vector<Node> appearance;
+    std::vector<std::uint64_t> bits;     ///< bit u: community u met
+    std::vector<std::uint64_t> summary;  ///< bit w: bits[w] != 0
+    std::vector<std::uint32_t> position;  ///< community -> index in the sorted row
+};
+
+/// Graph::collapse_graph on the refined partition into `next` (its storage reused), then
+/// the partition of the collapsed graph with `membership`
+/// (MutableVertexPartition::create(graph, membership)).
+/// Each community's row (its neighbour communities in order of first appearance over
+/// its members' out-edges by increasing member, and the summed weights) depends on the
+/// refined membership only, so the rows are built in parallel; every sum whose order
+/// is leidenalg's edge-id order (total weight, out-strengths, the collapsed partition's
+/// community weights) is then taken in that order, so the result is the same for any
+/// number of threads.
+void collapse(const LevelGraph& graph, const Partition& refined, Partition& collapsed_partition, LevelGraph& next,
+              Workspace& ws, JobContext& ctx) {
     const Node count = refined.num_communities;
     const auto num_nodes = static_cast<std::size_t>(graph.num_nodes);
-    // Members of each community by increasing node (get_communities).
-    ws.member_offsets.assign(static_cast<std::size_t>(count) + 1, 0);
+    const auto num_comms = static_cast<std::size_t>(count);
+    // Members of each community by increasing node (get_communities), and each node's
+    // slot in that order.
+    ws.member_offsets.assign(num_comms + 1, 0);
     for (const Node community : refined.membership) ++ws.member_offsets[static_cast<std::size_t>(community) + 1];
-    for (std::size_t c = 0; c < static_cast<std::size_t>(count); ++c) ws.member_offsets[c + 1] += ws.member_offsets[c];
+    for (std::size_t c = 0; c < num_comms; ++c) ws.member_offsets[c + 1] += ws.member_offsets[c];
     ws.members.resize(num_nodes);
+    std::vector<std::int64_t> slot_of(num_nodes);
     {
         std::vector<std::int64_t> cursor(ws.member_offsets.begin(), ws.member_offsets.end() - 1);
-        for (std::size_t v = 0; v < num_nodes; ++v)
-            ws.members[static_cast<std::size_t>(cursor[static_cast<std::size_t>(refined.membership[v])]++)] = static_cast<Node>(v);
+        for (std::size_t v = 0; v < num_nodes; ++v) {
+            const auto slot = cursor[static_cast<std::size_t>(refined.membership[v])]++;
+            ws.members[static_cast<std::size_t>(slot)] = static_cast<Node>(v);
+            slot_of[v] = slot;
+        }
     }
-    LevelGraph next;
-    next.num_nodes = count;
-    next.out_offsets.assign(static_cast<std::size_t>(count) + 1, 0);
-    next.out_targets.reserve(graph.out_targets.size() / 2);
-    next.out_weights.reserve(graph.out_targets.size() / 2);
-    next.self_weight.assign(static_cast<std::size_t>(count), 0.0);
-    next.node_size.assign(static_cast<std::size_t>(count), 0);
-    for (Node c = 0; c < count; ++c) {
-        cancel.tick();
-        std::size_t num_neighbours = 0;
-        Node* const neighbour_comms = ws.neighbour_comms.data();
-        double* const sums = ws.weight_to_neighbour.data();
+    // The members' out-edges laid out in that order, each target replaced by its
+    // community: the rows below then read one contiguous run per community instead of
+    // one random row per member. Copied row by row in node order (parallel).
+    std::vector<std::int64_t> member_edge_offsets(num_nodes + 1, 0);
+    for (std::size_t slot = 0; slot < num_nodes; ++slot) {
+        const auto v = static_cast<std::size_t>(ws.members[slot]);
+        member_edge_offsets[slot + 1] = member_edge_offsets[slot] + (graph.out_offsets[v + 1] - graph.out_offsets[v]);
+    }
+    Node* const member_targets_out = reuse(ws.member_targets, graph.out_targets.size());
+    double* const member_weights_out = reuse(ws.member_weights, graph.out_weights.size());
+    tbb::parallel_for(tbb::blocked_range<std::size_t>(0, num_nodes, 4096), [&](const tbb::blocked_range<std::size_t>& range) {
+        ctx.checkpoint();
         const Node* const refined_membership = refined.membership.data();
-        for (auto slot = ws.member_offsets[static_cast<std::size_t>(c)]; slot < ws.member_offsets[static_cast<std::size_t>(c) + 1]; ++slot) {
-            const auto v = static_cast<std::size_t>(ws.members[static_cast<std::size_t>(slot)]);
-            // Members are visited in node order across communities: prefetch ahead.
-            if (slot + 2 < static_cast<std::int64_t>(num_nodes)) prefetch_row(graph, ws.members[static_cast<std::size_t>(slot) + 2]);
-            if (slot + 1 < static_cast<std::int64_t>(num_nodes))
-                prefetch_neighbour_communities(graph, refined.membership, ws.members[static_cast<std::size_t>(slot) + 1]);
-            for (auto edge = graph.out_offsets[v]; edge < graph.out_offsets[v + 1]; ++edge) {
-                const Node u_comm = refined_membership[graph.out_targets[static_cast<std::size_t>(edge)]];
-                // Weights are > 0: a zero sum marks a community not met yet (kept
-                // without a branch, as in gather).
-                const double sum = sums[u_comm];
-                neighbour_comms[num_neighbours] = u_comm;
-                num_neighbours += sum == 0.0 ? 1 : 0;
-                sums[u_comm] = sum + graph.out_weights[static_cast<std::size_t>(edge)];
+        for (std::size_t v = range.begin(); v != range.end(); ++v) {
+            auto out = static_cast<std::size_t>(member_edge_offsets[static_cast<std::size_t>(slot_of[v])]);
+            for (auto edge = static_cast<std::size_t>(graph.out_offsets[v]); edge < static_cast<std::size_t>(graph.out_offsets[v + 1]); ++edge, ++out) {
+                member_targets_out[out] = refined_membership[graph.out_targets[edge]];
+                member_weights_out[out] = graph.out_weights[edge];
             }
         }
-        for (std::size_t slot = 0; slot < num_neighbours; ++slot) {
-            const Node u_comm = neighbour_comms[slot];
-            const auto index = static_cast<std::size_t>(u_comm);
-            next.out_targets.push_back(u_comm);
-            next.out_weights.push_back(ws.weight_to_neighbour[index]);
-            if (u_comm == c) next.self_weight[static_cast<std::size_t>(c)] = ws.weight_to_neighbour[index];
-            ws.weight_to_neighbour[index] = 0.0;
-        }
-        next.out_offsets[static_cast<std::size_t>(c) + 1] = static_cast<std::int64_t>(next.out_targets.size());
-        next.node_size[static_cast<std::size_t>(c)] = refined.csize[static_cast<std::size_t>(c)];
-    }
-    finish_graph(next);
-    // The collapsed partition's sums run over edges in edge-id order, i.e. before the
-    // out-edges are put in igraph's target order.
-    init_admin(next, collapsed_partition);
-    // Then igraph's order: each node's out-edges by target (targets are distinct).
-    std::vector<std::pair<Node, double>> segment;
-    for (Node c = 0; c < count; ++c) {
-        const auto begin = static_cast<std::size_t>(next.out_offsets[static_cast<std::size_t>(c)]);
-        const auto end = static_cast<std::size_t>(next.out_offsets[static_cast<std::size_t>(c) + 1]);
-        if (std::is_sorted(next.out_targets.begin() + static_cast<std::ptrdiff_t>(begin),
-                           next.out_targets.begin() + static_cast<std::ptrdiff_t>(end)))
-            continue;
-        segment.clear();
-        for (std::size_t edge = begin; edge < end; ++edge) segment.emplace_back(next.out_targets[edge], next.out_weights[edge]);
-        std::sort(segment.begin(), segment.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-        for (std::size_t edge = begin; edge < end; ++edge) {
-            next.out_targets[edge] = segment[edge - begin].first;
-            next.out_weights[edge] = segment[edge - begin].second;
+    });
+    next.num_nodes = count;
+    next.self_weight.assign(num_comms, 0.0);
+    next.node_size.assign(num_comms, 0);
+    next.strength_out.assign(num_comms, 0.0);
+    next.strength_in.assign(num_comms, 0.0);
+
+    // The edges of community c's members: [comm_edges(c), comm_edges(c + 1)).
+    const auto comm_edges = [&](Node c) {
+        return static_cast<std::size_t>(member_edge_offsets[static_cast<std::size_t>(ws.member_offsets[static_cast<std::size_t>(c)])]);
+    };
+    // Chunks of about equal numbers of members' edges, several per thread.
+    constexpr std::size_t kChunkEdges = 1 << 16;
+    std::vector<CollapseChunk> chunks;
+    {
+        Node first = 0;
+        for (Node c = 0; c < count; ++c) {
+            const std::size_t edges = comm_edges(c + 1) - comm_edges(first) + static_cast<std::size_t>(c + 1 - first);
+            if (edges >= kChunkEdges || c + 1 == count) {
+                chunks.push_back(CollapseChunk{first, c + 1, comm_edges(first), 0});
+                first = c + 1;
+            }
         }
     }
-    detect_symmetry(next);
-    return next;
+    Node* const row_targets = reuse(ws.row_targets, graph.out_targets.size());
+    double* const row_weights = reuse(ws.row_weights, graph.out_targets.size());
+    std::uint32_t* const row_sorted_index = reuse(ws.row_sorted_index, graph.out_targets.size());
+    std::int64_t* const row_degree = reuse(ws.row_degree, num_comms);
+    tbb::enumerable_thread_specific<CollapseScratch> scratch;
+    tbb::parallel_for(tbb::blocked_range<std::size_t>(0, chunks.size(), 1), [&](const tbb::blocked_range<std::size_t>& range) {
+        CollapseScratch& local = scratch.local();
+        if (local.sums.size() < num_comms) {
+            local.sums.assign(num_comms, 0.0);
+            local.appearance.resize(num_comms + 1);
+            local.bits.assign((num_comms + 63) / 64, 0);
+            local.summary.assign((local.bits.size() + 63) / 64, 0);
+            local.position.resize(num_comms);
+        }
+        double* const sums = local.sums.data();
+        Node* const appearance = local.appearance.data();
+        std::uint64_t* const bits = local.bits.data();
+        std::uint64_t* const summary = local.summary.data();
+        std::uint32_t* const position = local.position.data();
+        const std::size_t num_summary = local.summary.size();
+        const Node* const member_targets = member_targets_out;
+        const double* const member_weights = member_weights_out;
+        for (std::size_t chunk_index = range.begin(); chunk_index != range.end(); ++chunk_index) {
+            ctx.checkpoint();
+            CollapseChunk& chunk = chunks[chunk_index];
+            Node* const chunk_targets = row_targets + chunk.edge_begin;
+            double* const chunk_weights = row_weights + chunk.edge_begin;
+            std::uint32_t* const chunk_sorted_index = row_sorted_index + chunk.edge_begin;
+            std::size_t row = 0;
+            for (Node c = chunk.first; c < chunk.last; ++c) {
+                std::size_t num_neighbours = 0;
+                const std::size_t end = comm_edges(c + 1);
+                for (std::size_t edge = comm_edges(c); edge < end; ++edge) {
+                    const Node u_comm = member_targets[edge];
+                    const auto u = static_cast<std::uint32_t>(u_comm);
+                    // Weights are > 0: a zero sum marks a community not met yet (kept
+                    // without a branch, as in gather).
+                    const double sum = sums[u];
+                    appearance[num_neighbours] = u_comm;
+                    num_neighbours += sum == 0.0 ? 1 : 0;
+                    sums[u] = sum + member_weights[edge];
+                    bits[u >> 6] |= std::uint64_t{1} << (u & 63);
+                    summary[u >> 12] |= std::uint64_t{1} << ((u >> 6) & 63);
+                }
+                const auto index = static_cast<std::size_t>(c);
+                // Graph::init_admin's strength: the row's weights in edge-id order.
+                double strength = 0.0;
+                for (std::size_t rank = 0; rank < num_neighbours; ++rank) strength += sums[appearance[rank]];
+                next.strength_out[index] = strength;
+                next.self_weight[index] = sums[index];
+                next.node_size[index] = refined.csize[index];
+                Node* const targets_out = chunk_targets + row;
+                double* const weights_out = chunk_weights + row;
+                std::uint32_t sorted = 0;
+                for (std::size_t summary_word = 0; summary_word < num_summary; ++summary_word) {
+                    std::uint64_t words = summary[summary_word];
+                    if (words == 0) continue;
+                    summary[summary_word] = 0;
+                    for (; words != 0; words &= words - 1) {
+                        const std::size_t word = summary_word * 64 + static_cast<std::size_t>(std::countr_zero(words));
+                        for (std::uint64_t members = bits[word]; members != 0; members &= members - 1) {
+                            const std::size_t target = word * 64 + static_cast<std::size_t>(std::countr_zero(members));
+                            targets_out[sorted] = static_cast<Node>(target);
+                            weights_out[sorted] = sums[target];
+                            sums[target] = 0.0;
+                            position[target] = sorted++;
+                        }
+                        bits[word] = 0;
+                    }
+                }
+                for (std::size_t rank = 0; rank < num_neighbours; ++rank)
+                    chunk_sorted_index[row + rank] = position[static_cast<std::size_t>(appearance[rank])];
+                row_degree[index] = static_cast<std::int64_t>(num_neighbours);
+                row += num_neighbours;
+            }
+            chunk.num_edges = row;
+        }
+    });
+    ctx.checkpoint();
+    next.out_offsets.assign(num_comms + 1, 0);
+    std::vector<std::int64_t> chunk_offsets(chunks.size() + 1, 0);
+    for (std::size_t chunk_index = 0; chunk_index < chunks.size(); ++chunk_index) {
+        const CollapseChunk& chunk = chunks[chunk_index];
+        for (Node c = chunk.first; c < chunk.last; ++c)
+            next.out_offsets[static_cast<std::size_t>(c) + 1] = next.out_offsets[static_cast<std::size_t>(c)] + row_degree[static_cast<std::size_t>(c)];
+        chunk_offsets[chunk_index + 1] = chunk_offsets[chunk_index] + static_cast<std::int64_t>(chunk.num_edges);
+    }
+    const auto num_edges = static_cast<std::size_t>(chunk_offsets.back());
+    next.out_targets.resize(num_edges);
+    next.out_weights.resize(num_edges);
+    tbb::parallel_for(tbb::blocked_range<std::size_t>(0, chunks.size(), 1), [&](const tbb::blocked_range<std::size_t>& range) {
+        for (std::size_t chunk_index = range.begin(); chunk_index != range.end(); ++chunk_index) {
+            const CollapseChunk& chunk = chunks[chunk_index];
+            const auto offset = static_cast<std::ptrdiff_t>(chunk_offsets[chunk_index]);
+            std::copy_n(row_targets + chunk.edge_begin, chunk.num_edges, next.out_targets.begin() + offset);
+            std::copy_n(row_weights + chunk.edge_begin, chunk.num_edges, next.out_weights.begin() + offset);
+        }
+    });
+
+    // Sums in edge-id order: the total weight (Graph::init_admin) and the collapsed
+    // partition's community weights (MutableVertexPartition::init_admin).
+    init_admin_nodes(next, collapsed_partition);
+    {
+        const Node* const membership = collapsed_partition.membership.data();
+        CommunityWeights* const weights = collapsed_partition.weights.data();
+        double total = 0.0;
+        for (const CollapseChunk& chunk : chunks) {
+            std::size_t row = chunk.edge_begin;
+            for (Node c = chunk.first; c < chunk.last; ++c) {
+                const auto degree = static_cast<std::size_t>(row_degree[static_cast<std::size_t>(c)]);
+                const std::size_t from = static_cast<std::size_t>(membership[static_cast<std::size_t>(c)]);
+                for (std::size_t rank = 0; rank < degree; ++rank) {
+                    const std::size_t edge = row + row_sorted_index[row + rank];
+                    const double weight = row_weights[edge];
+                    total += weight;
+                    weights[from].from += weight;
+                    weights[static_cast<std::size_t>(membership[static_cast<std::size_t>(row_targets[edge])])].to += weight;
+                }
+                row += degree;
+            }
+        }
+        next.total_weight = total;
+        init_admin_empty(collapsed_partition);
+    }
+    chunks.clear();
+    chunks.shrink_to_fit();
+
+    if (graph.symmetric_structure) {
+        // c -> d is an edge exactly when d -> c is: the in-edges of c, by increasing
+        // source, come from its out-edges' targets (in_sources is not kept); they carry
+        // the reverse edges' weights, taken source by source, and its in-strength sums
+        // them in that (edge-id) order. Blocks of targets in parallel: rows are sorted,
+        // so a block's edges in each row are one run.
+        next.symmetric_structure = true;
+        next.in_offsets = next.out_offsets;
+        next.in_sources.clear();
+        next.in_weights.resize(num_edges);
+        std::vector<std::int64_t> cursor(next.out_offsets.begin(), next.out_offsets.end() - 1);
+        // One block per thread: every block reads the rows' boundaries once more.
+        const std::size_t num_blocks = std::min<std::size_t>(static_cast<std::size_t>(tbb::this_task_arena::max_concurrency()), 64);
+        tbb::parallel_for(tbb::blocked_range<std::size_t>(0, num_blocks, 1), [&](const tbb::blocked_range<std::size_t>& range) {
+            for (std::size_t block = range.begin(); block != range.end(); ++block) {
+                ctx.checkpoint();
+                const auto block_begin = static_cast<Node>(num_comms * block / num_blocks);
+                const auto block_end = static_cast<Node>(num_comms * (block + 1) / num_blocks);
+                if (block_begin == block_end) continue;
+                const Node* const targets = next.out_targets.data();
+                for (std::size_t c = 0; c < num_comms; ++c) {
+                    const Node* const row_end = targets + next.out_offsets[c + 1];
+                    const Node* target = std::lower_bound(targets + next.out_offsets[c], row_end, block_begin);
+                    for (; target != row_end && *target < block_end; ++target) {
+                        const auto edge = static_cast<std::size_t>(target - targets);
+                        const auto index = static_cast<std::size_t>(*target);
+                        const double weight = next.out_weights[edge];
+                        next.in_weights[static_cast<std::size_t>(cursor[index]++)] = weight;
+                        next.strength_in[index] += weight;
+                    }
+                }
+            }
+        });
+        next.symmetric_weights = next.in_weights == next.out_weights;
+    } else {
+        add_in_edges(next);
+        detect_symmetry(next);
+    }
 }
 
 /// Optimiser::optimise_partition: one Leiden iteration from the current partition of
@@ -751,14 +1112,13 @@ double optimise_partition(const LevelGraph& base, Partition& base_partition, boo
         init_admin(base, base_partition);
         base_needs_init = false;
     }
-    std::vector<Node> aggregate(num_cells);
+    std::vector<Node>& aggregate = ws.aggregate;
+    aggregate.resize(num_cells);
     std::iota(aggregate.begin(), aggregate.end(), 0);
-    LevelGraph level_graph;            // levels >= 1
-    Partition level_partition;         // levels >= 1
     const LevelGraph* graph = &base;
     Partition* partition = &base_partition;
     double improvement = 0.0;
-    Partition refined;
+    Partition& refined = ws.refined;
     for (int level = 0;; ++level) {
         improvement += move_nodes(*graph, *partition, resolution, rng, ws, cancel);
         if (level > 0) {
@@ -769,20 +1129,20 @@ double optimise_partition(const LevelGraph& base, Partition& base_partition, boo
             base_needs_init = true;
         }
         singletons(*graph, refined);
-        merge_nodes_constrained(*graph, refined, partition->membership, resolution, rng, ws, cancel);
+        merge_nodes_constrained(*graph, refined, partition->membership, partition->num_communities, resolution, rng, ws, cancel.ctx);
         for (auto& node : aggregate) node = refined.membership[static_cast<std::size_t>(node)];
         const bool aggregate_further =
             refined.num_communities < graph->num_nodes && graph->num_nodes > partition->num_communities;
         if (!aggregate_further) break;
-        Partition next_partition;
+        // Level + 1 goes to the slot that level - 1 used (the current level's is read).
+        Partition& next_partition = ws.level_partitions[(level + 1) % 2];
+        LevelGraph& next_graph = ws.level_graphs[(level + 1) % 2];
         next_partition.membership.assign(static_cast<std::size_t>(refined.num_communities), 0);
         for (std::size_t v = 0; v < static_cast<std::size_t>(graph->num_nodes); ++v)
             next_partition.membership[static_cast<std::size_t>(refined.membership[v])] = partition->membership[v];
-        LevelGraph next_graph = collapse(*graph, refined, next_partition, ws, cancel);
-        level_graph = std::move(next_graph);
-        level_partition = std::move(next_partition);
-        graph = &level_graph;
-        partition = &level_partition;
+        collapse(*graph, refined, next_partition, next_graph, ws, cancel.ctx);
+        graph = &next_graph;
+        partition = &next_partition;
         cancel.ctx.checkpoint();
     }
     if (base_needs_init) {

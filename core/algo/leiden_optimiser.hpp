@@ -35,6 +35,8 @@ struct LeidenalgPartition {
 /// skipped). `use_weights` false gives every edge weight 1. `num_iterations` < 0 runs
 /// passes until one improves nothing (leidenalg's n_iterations=-1), at most
 /// `max_passes`. Cancellable (JobContext::checkpoint every few thousand node visits).
+/// The aggregate graphs are built, and separate communities refined, on TBB's threads;
+/// every decision and every floating-point sum is the same for any number of threads.
 /// Needs igraph (its random generator); throws std::runtime_error without it.
 LeidenalgPartition leidenalg_optimise(const CsrGraph& graph, double resolution, int num_iterations, bool use_weights,
                                       std::uint64_t seed, JobContext& ctx, int max_passes = 1000);

@@ -2,6 +2,7 @@
 // bad input, cancellation, both implementations, scanpy's exact labels on scanpy's own
 // graphs and agreement (ARI) with them on our kNN graph for every shared reference.
 #include <gtest/gtest.h>
+#include <tbb/task_arena.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -166,6 +167,41 @@ TEST(Leiden, DirectedAndAsymmetricallyWeightedGraphs) {
                 uneven_ari);
     EXPECT_GE(uneven_ari, 0.95);
     EXPECT_GE(test::adjusted_rand_index(widen(on_uneven.labels), data.truth), 0.95);
+}
+
+// The aggregate graph is built and the refinement runs on several threads; neither may
+// change a decision: the same labels, passes and modularity bit for bit on 1, 2 and 7
+// threads (the refinement splits its nodes into as many groups as threads), on a
+// mirrored graph, one with uneven weights both ways and a directed one. Large enough
+// for the parallel refinement (>= 4096 nodes) and several aggregation levels.
+TEST(Leiden, ThreadCountDoesNotChangeTheResult) {
+    const auto data = planted(6000, 10, 12, 26);
+    JobContext ctx;
+    const auto nb = neighbors(data.points, NeighborsOptions{}, ctx);
+    CsrGraph uneven = nb.connectivities;
+    for (std::int64_t row = 0; row < uneven.num_cells; ++row)
+        for (auto entry = uneven.row_offsets[static_cast<std::size_t>(row)]; entry < uneven.row_offsets[static_cast<std::size_t>(row) + 1]; ++entry)
+            if (uneven.col_indices[static_cast<std::size_t>(entry)] > row) uneven.values[static_cast<std::size_t>(entry)] *= 1.001f;
+    CsrGraph directed = nb.distances;
+    for (auto& value : directed.values) value = 1.0f / (1.0f + value);
+    const std::vector<std::pair<const char*, const CsrGraph*>> graphs{
+        {"mirrored", &nb.connectivities}, {"uneven", &uneven}, {"directed", &directed}};
+    for (const auto& [name, graph] : graphs) {
+        const auto on_threads = [&](int threads) {
+            tbb::task_arena arena(threads);
+            return arena.execute([&] { return leiden(*graph, LeidenOptions{}, ctx); });
+        };
+        const auto one = on_threads(1);
+        std::printf("[leiden] %s graph: %d clusters, %d passes, modularity %.9f\n", name, one.num_clusters, one.passes,
+                    one.modularity);
+        EXPECT_GE(one.num_clusters, 2) << name;
+        for (const int threads : {2, 7}) {
+            const auto many = on_threads(threads);
+            EXPECT_EQ(many.labels, one.labels) << name << " on " << threads << " threads";
+            EXPECT_EQ(many.passes, one.passes) << name << " on " << threads << " threads";
+            EXPECT_EQ(many.modularity, one.modularity) << name << " on " << threads << " threads";
+        }
+    }
 }
 
 TEST(Leiden, RejectsNegativeWeightsNamingTheEntry) {
