@@ -194,10 +194,11 @@ struct HogwildLayout {
 };
 
 /// Negative samples for the Hogwild SGD, drawn kAhead draws before they are used with
-/// their positions prefetched when drawn. Random reads of positions miss the caches
-/// (the other threads keep writing them), and an edge's work is too long for the
-/// processor to reach the next edges' reads on its own: without prefetching the
-/// SGD waits on memory most of the time.
+/// their positions prefetched when drawn. Once the positions outgrow a core's cache,
+/// random reads miss it, and a row's work is too long for the processor to reach the
+/// next rows' reads on its own: on a random 1.3M-cell kNN graph, 10 epochs took 19 s of
+/// CPU without prefetching and 7 s with it (on 100k cells, whose positions fit in the
+/// cache, it makes no measurable difference).
 class PrefetchingSampler {
 public:
     static constexpr int kAhead = 32;
