@@ -3,17 +3,23 @@
 // two steps can be timed without the rest of the pipeline. Run:
 //   build/bench/bench_umap --h5ad FILE [--obsm X_pca] [--neighbors 15] [--repeats 3]
 //       [--threads T] [--deterministic] [--graph-cache FILE] [--epochs E] [--no-spectral]
-//       [--random-init] [--hnsw-m M] [--ef-construction E] [--ef E]
+//       [--random-init] [--hnsw-m M] [--ef-construction E] [--ef E] [--trustworthiness SAMPLE]
 //       [--method auto|exact|hnsw|nndescent] [--nnd-trees T] [--nnd-leaf L] [--nnd-extra X]
 //       [--nnd-candidates C] [--nnd-iterations I] [--nnd-delta D] [--recall-sample S] [--knn-only]
+//   build/bench/bench_umap --synthetic CELLS [--neighbors 15] [--epochs E] [--random-init] ...
 // (--random-init and --epochs time the SGD alone; minima are printed next to the medians
 // since on a shared machine the minimum is the figure least disturbed by other load.)
 // Prints every repeat and the medians (wall and process CPU seconds) of the kNN
 // search, the fuzzy simplicial set, UMAP as a whole and its spectral initialisation
-// alone, with the recall of the approximate search. With --graph-cache the kNN table
+// alone, with the recall of the approximate search, and with --trustworthiness SAMPLE
+// the trustworthiness (k = 15) of each layout on SAMPLE random cells. With --graph-cache the kNN table
 // is read from FILE when it exists (else searched once and written there), and only
-// the fuzzy set and UMAP are timed: a quick loop for UMAP work.
+// the fuzzy set and UMAP are timed: a quick loop for UMAP work. --synthetic CELLS
+// replaces the file by a kNN table of uniformly random neighbours (the worst case for
+// caches: no locality at all) to time the SGD at millions of cells without a search
+// (use it with --random-init: the spectral init of such an expander graph says little).
 #include <tbb/global_control.h>
+#include <tbb/parallel_for.h>
 
 #include <algorithm>
 #include <chrono>
@@ -23,7 +29,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <limits>
 #include <memory>
+#include <optional>
+#include <random>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -76,6 +85,82 @@ void write_graph(const std::string& path, const fathom::KnnGraph& graph) {
     std::filesystem::rename(temporary, path);
 }
 
+/// A kNN table of `cells` cells whose distinct neighbours (self first) are drawn
+/// uniformly at random, at distances increasing from 1 to 2.
+fathom::KnnGraph random_knn(std::int64_t cells, int neighbors) {
+    if (neighbors < 2) throw std::invalid_argument("--neighbors must be >= 2");
+    fathom::KnnGraph graph;
+    graph.num_cells = cells;
+    graph.num_neighbors = neighbors;
+    graph.indices.resize(static_cast<std::size_t>(cells) * static_cast<std::size_t>(neighbors));
+    graph.distances.resize(graph.indices.size());
+    std::mt19937_64 generator(42);
+    std::uniform_int_distribution<std::int64_t> other(0, cells - 1);
+    for (std::int64_t cell = 0; cell < cells; ++cell) {
+        const std::size_t row = static_cast<std::size_t>(cell) * static_cast<std::size_t>(neighbors);
+        graph.indices[row] = static_cast<std::int32_t>(cell);
+        graph.distances[row] = 0.0f;
+        for (int slot = 1; slot < neighbors; ++slot) {
+            const auto taken = [&](std::int64_t candidate) {
+                for (int earlier = 0; earlier < slot; ++earlier)
+                    if (graph.indices[row + static_cast<std::size_t>(earlier)] == candidate) return true;
+                return false;
+            };
+            std::int64_t neighbor = other(generator);
+            while (taken(neighbor)) neighbor = other(generator);
+            graph.indices[row + static_cast<std::size_t>(slot)] = static_cast<std::int32_t>(neighbor);
+            graph.distances[row + static_cast<std::size_t>(slot)] = 1.0f + static_cast<float>(slot) / static_cast<float>(neighbors);
+        }
+    }
+    return graph;
+}
+
+/// sklearn's trustworthiness (k neighbours) of `embedding` against `points`, on a
+/// uniform sample of `sample` cells (ranks among the sample only): an O(sample^2) check
+/// of layout quality where the exact measure (O(n^2)) is out of reach.
+double sampled_trustworthiness(const fathom::DenseMatrix<float>& points, const fathom::DenseMatrix<float>& embedding,
+                               std::int64_t sample, int k) {
+    const std::int64_t cells = points.rows();
+    sample = std::min(sample, cells);
+    std::vector<std::int64_t> chosen(static_cast<std::size_t>(cells));
+    for (std::int64_t cell = 0; cell < cells; ++cell) chosen[static_cast<std::size_t>(cell)] = cell;
+    std::mt19937_64 generator(7);
+    std::shuffle(chosen.begin(), chosen.end(), generator);
+    chosen.resize(static_cast<std::size_t>(sample));
+    const auto distance = [](const fathom::DenseMatrix<float>& matrix, std::int64_t a, std::int64_t b) {
+        double sum = 0.0;
+        for (std::int64_t column = 0; column < matrix.cols(); ++column) {
+            const double diff = static_cast<double>(matrix(a, column)) - matrix(b, column);
+            sum += diff * diff;
+        }
+        return sum;
+    };
+    std::vector<double> penalties(static_cast<std::size_t>(sample), 0.0);
+    tbb::parallel_for(std::int64_t{0}, sample, [&](std::int64_t i) {
+        const auto n = static_cast<std::size_t>(sample);
+        std::vector<std::pair<double, std::int64_t>> original(n), embedded(n);
+        for (std::size_t j = 0; j < n; ++j) {
+            original[j] = {distance(points, chosen[static_cast<std::size_t>(i)], chosen[j]), static_cast<std::int64_t>(j)};
+            embedded[j] = {distance(embedding, chosen[static_cast<std::size_t>(i)], chosen[j]), static_cast<std::int64_t>(j)};
+        }
+        // Self excluded (rank 0 after sorting, distance 0).
+        original[static_cast<std::size_t>(i)].first = -1.0;
+        embedded[static_cast<std::size_t>(i)].first = -1.0;
+        std::sort(original.begin(), original.end());
+        std::vector<std::int64_t> rank(n);
+        for (std::size_t position = 0; position < n; ++position) rank[static_cast<std::size_t>(original[position].second)] = static_cast<std::int64_t>(position);
+        std::partial_sort(embedded.begin(), embedded.begin() + k + 1, embedded.end());
+        double penalty = 0.0;
+        for (int neighbor = 1; neighbor <= k; ++neighbor)
+            penalty += static_cast<double>(std::max<std::int64_t>(0, rank[static_cast<std::size_t>(embedded[static_cast<std::size_t>(neighbor)].second)] - k));
+        penalties[static_cast<std::size_t>(i)] = penalty;
+    });
+    double total = 0.0;
+    for (const double penalty : penalties) total += penalty;
+    const auto n = static_cast<double>(sample);
+    return 1.0 - 2.0 / (n * k * (2.0 * n - 3.0 * k - 1.0)) * total;
+}
+
 struct Args {
     std::string h5ad;
     std::string obsm = "X_pca";
@@ -87,8 +172,10 @@ struct Args {
     int epochs = 0;  ///< 0 = scanpy's default
     bool spectral = true;
     bool random_init = false;
-    bool knn_only = false;   ///< time the kNN search and the fuzzy set only
-    fathom::KnnOptions knn;  ///< method and its parameters
+    bool knn_only = false;             ///< time the kNN search and the fuzzy set only
+    std::int64_t synthetic_cells = 0;  ///< > 0: random kNN table instead of --h5ad
+    std::int64_t trust_sample = 0;     ///< > 0: sampled trustworthiness of each layout
+    fathom::KnnOptions knn;            ///< method and its parameters
 };
 
 Args parse(int argc, char** argv) {
@@ -109,6 +196,8 @@ Args parse(int argc, char** argv) {
         else if (flag == "--epochs") args.epochs = std::stoi(value());
         else if (flag == "--no-spectral") args.spectral = false;
         else if (flag == "--random-init") args.random_init = true;
+        else if (flag == "--synthetic") args.synthetic_cells = std::stoll(value());
+        else if (flag == "--trustworthiness") args.trust_sample = std::stoll(value());
         else if (flag == "--hnsw-m") args.knn.hnsw_m = std::stoi(value());
         else if (flag == "--ef-construction") args.knn.hnsw_ef_construction = std::stoi(value());
         else if (flag == "--ef") args.knn.hnsw_ef = std::stoi(value());
@@ -123,7 +212,9 @@ Args parse(int argc, char** argv) {
         else if (flag == "--knn-only") args.knn_only = true;
         else throw std::invalid_argument("unknown option " + flag);
     }
-    if (args.h5ad.empty()) throw std::invalid_argument("--h5ad FILE is required");
+    if (args.h5ad.empty() && args.synthetic_cells <= 0) throw std::invalid_argument("--h5ad FILE or --synthetic CELLS is required");
+    if (args.synthetic_cells > std::numeric_limits<std::int32_t>::max())
+        throw std::invalid_argument("--synthetic: at most 2^31 - 1 cells");
     return args;
 }
 
@@ -136,16 +227,27 @@ int main(int argc, char** argv) {
         if (args.threads > 0)
             limit = std::make_unique<tbb::global_control>(tbb::global_control::max_allowed_parallelism,
                                                           static_cast<std::size_t>(args.threads));
-        const fathom::io::OpenedDataset opened = fathom::io::open_dataset(args.h5ad);
-        const auto found = opened.meta.obsm.find(args.obsm);
-        if (found == opened.meta.obsm.end())
-            throw std::invalid_argument(args.h5ad + ": no obsm['" + args.obsm + "']");
-        const fathom::DenseMatrix<float>& points = found->second;
+        std::optional<fathom::io::OpenedDataset> opened;
+        fathom::DenseMatrix<float> no_points;
+        const fathom::DenseMatrix<float>* points_found = &no_points;
+        if (args.synthetic_cells <= 0) {
+            opened = fathom::io::open_dataset(args.h5ad);
+            const auto found = opened->meta.obsm.find(args.obsm);
+            if (found == opened->meta.obsm.end())
+                throw std::invalid_argument(args.h5ad + ": no obsm['" + args.obsm + "']");
+            points_found = &found->second;
+        }
+        const fathom::DenseMatrix<float>& points = *points_found;
         const int threads = static_cast<int>(
             tbb::global_control::active_value(tbb::global_control::max_allowed_parallelism));
-        std::printf("bench_umap: %s obsm['%s'] %lld x %lld, %d threads, %s\n", args.h5ad.c_str(), args.obsm.c_str(),
-                    static_cast<long long>(points.rows()), static_cast<long long>(points.cols()), threads,
-                    args.deterministic ? "deterministic" : "default (parallel) mode");
+        if (args.synthetic_cells > 0)
+            std::printf("bench_umap: synthetic random kNN table, %lld cells, %d neighbours, %d threads, %s\n",
+                        static_cast<long long>(args.synthetic_cells), args.neighbors, threads,
+                        args.deterministic ? "deterministic" : "default (parallel) mode");
+        else
+            std::printf("bench_umap: %s obsm['%s'] %lld x %lld, %d threads, %s\n", args.h5ad.c_str(), args.obsm.c_str(),
+                        static_cast<long long>(points.rows()), static_cast<long long>(points.cols()), threads,
+                        args.deterministic ? "deterministic" : "default (parallel) mode");
 
         std::map<std::string, std::vector<double>> times;
         const auto record = [&times](const std::string& name, const Stopwatch& watch) {
@@ -153,7 +255,9 @@ int main(int argc, char** argv) {
             times[name + " cpu"].push_back(watch.cpu_seconds());
         };
         fathom::KnnGraph cached;
-        const bool have_cache = !args.graph_cache.empty() && read_graph(args.graph_cache, cached);
+        const bool have_cache =
+            args.synthetic_cells > 0 ? (cached = random_knn(args.synthetic_cells, args.neighbors), true)
+                                     : !args.graph_cache.empty() && read_graph(args.graph_cache, cached);
         for (int repeat = 0; repeat < args.repeats; ++repeat) {
             fathom::JobContext ctx;
             fathom::KnnGraph knn_graph;
@@ -188,6 +292,10 @@ int main(int argc, char** argv) {
             record("umap", watch);
             std::printf("  repeat %d: umap %.2f s wall, %.2f s cpu (%d epochs, %lld edges)\n", repeat, watch.wall_seconds(),
                         watch.cpu_seconds(), result.num_epochs, static_cast<long long>(result.num_edges));
+            if (args.trust_sample > 0 && !points.empty())
+                std::printf("  repeat %d: trustworthiness (k = 15, %lld sampled cells) %.4f\n", repeat,
+                            static_cast<long long>(args.trust_sample),
+                            sampled_trustworthiness(points, result.embedding, args.trust_sample, 15));
             if (!args.spectral) continue;
             // The spectral init alone, on the unpruned graph (umap prunes few edges at 200 epochs).
             fathom::SpectralOptions spectral;

@@ -41,8 +41,10 @@ enum class UmapParallelism {
     /// quality (about 0.004 trustworthiness on 1k-cell data) for little speed (the whole
     /// SGD takes about a second there).
     Auto,
-    /// Edges split across threads with lock-free (Hogwild) updates, as umap's
-    /// parallel=True: fastest; results depend on thread timing.
+    /// Heads (rows of the graph) split across threads with lock-free (Hogwild) updates,
+    /// as umap's parallel=True: fastest; results depend on thread timing. A head's
+    /// attractions and negative samples of an epoch are evaluated at its position when
+    /// its row starts and applied together (vectorised; single-precision schedules).
     Hogwild,
     /// Same result for a seed on any number of threads: every epoch reads the positions
     /// of the epoch start (each edge's pull on the other end is applied by that end's own
