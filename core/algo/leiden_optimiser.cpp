@@ -252,9 +252,9 @@ void add_in_edges(LevelGraph& graph) {
             graph.strength_in[v] += graph.in_weights[static_cast<std::size_t>(edge)];
 }
 
-/// Fills in-edges, strengths and the total weight from the out-edges, whose stored
-/// order is the edge-id order (grouped by source, ascending).
-void finish_graph(LevelGraph& graph) {
+/// Out-strengths and the total weight, summed in edge-id order (grouped by source,
+/// ascending), as leidenalg sums them.
+void sum_out_strengths(LevelGraph& graph) {
     const auto num_nodes = static_cast<std::size_t>(graph.num_nodes);
     graph.strength_out.assign(num_nodes, 0.0);
     graph.total_weight = 0.0;
@@ -265,6 +265,12 @@ void finish_graph(LevelGraph& graph) {
             graph.strength_out[v] += weight;
         }
     }
+}
+
+/// Fills in-edges, strengths and the total weight from the out-edges, whose stored
+/// order is the edge-id order (grouped by source, ascending).
+void finish_graph(LevelGraph& graph) {
+    sum_out_strengths(graph);
     add_in_edges(graph);
 }
 
@@ -326,15 +332,7 @@ LevelGraph base_graph(const CsrGraph& csr, bool use_weights) {
         graph.symmetric_structure = true;
         graph.symmetric_weights = true;
         graph.in_offsets = graph.out_offsets;
-        graph.strength_out.assign(num_nodes, 0.0);
-        graph.total_weight = 0.0;
-        for (std::size_t v = 0; v < num_nodes; ++v) {
-            for (auto edge = graph.out_offsets[v]; edge < graph.out_offsets[v + 1]; ++edge) {
-                const double weight = graph.out_weights[static_cast<std::size_t>(edge)];
-                graph.total_weight += weight;
-                graph.strength_out[v] += weight;
-            }
-        }
+        sum_out_strengths(graph);
         graph.strength_in = graph.strength_out;
         return graph;
     }
