@@ -317,6 +317,7 @@ int nndescent_search(const DenseMatrix<float>& points, int num_dims, const KnnOp
     params.max_candidates = options.nndescent_max_candidates;
     params.max_iterations = options.nndescent_iterations;
     params.delta = options.nndescent_delta;
+    params.search_ef = options.nndescent_search_ef;
     params.seed = options.seed;
     const detail::NnDescentCandidates found = detail::nn_descent(points, num_dims, params, ctx);
     const int pool = found.pool;
@@ -399,6 +400,9 @@ void validate(const KnnOptions& options, std::int64_t num_cells, std::int64_t nu
     if (options.nndescent_iterations < 0)
         fail("nndescent_iterations must be >= 0, got " + std::to_string(options.nndescent_iterations));
     if (!(options.nndescent_delta >= 0.0)) fail("nndescent_delta must be >= 0, got " + std::to_string(options.nndescent_delta));
+    if (options.nndescent_search_ef < 0 || options.nndescent_search_ef > detail::kNnDescentMaxSearchEf)
+        fail("nndescent_search_ef must be in [0, " + std::to_string(detail::kNnDescentMaxSearchEf) + "], got " +
+             std::to_string(options.nndescent_search_ef));
     if (options.num_partitions < 1) fail("num_partitions must be >= 1, got " + std::to_string(options.num_partitions));
     if (options.recall_sample < 0) fail("recall_sample must be >= 0");
     if (num_cells < 2) throw std::invalid_argument("nearest_neighbors: need at least 2 cells, got " + std::to_string(num_cells));

@@ -69,6 +69,12 @@ struct KnnOptions {
     /// NN-descent: stop when a round changes fewer than delta * num_cells * list length
     /// entries (pynndescent's delta). >= 0.
     double nndescent_delta = 0.001;
+    /// NN-descent: beam width of the final graph search (0 = none; in [0, 4096]; raised to
+    /// the list length num_neighbors - 1 + nndescent_extra when smaller). Every cell's
+    /// list is searched for again, best first, over the NN-descent graph with its reverse
+    /// edges, as HNSW searches its bottom layer; this lifts the recall where NN-descent
+    /// stalls on large inputs.
+    int nndescent_search_ef = 0;
     /// Query partitions processed independently (one per device). >= 1. The result is
     /// identical for any value.
     int num_partitions = 1;
