@@ -255,7 +255,7 @@ TEST(NnDescent, OptionsAreCheckedByName) {
         EXPECT_NE(message(options).find("KnnOptions::" + field), std::string::npos) << field;
     };
     KnnOptions options;
-    options.nndescent_trees = 0;
+    options.nndescent_trees = -1;
     expect_named(options, "nndescent_trees");
     options = {};
     options.nndescent_leaf_size = 1;
