@@ -5,7 +5,8 @@
 //       [--threads T] [--deterministic] [--graph-cache FILE] [--epochs E] [--no-spectral]
 //       [--random-init] [--hnsw-m M] [--ef-construction E] [--ef E] [--trustworthiness SAMPLE]
 //       [--method auto|exact|hnsw|nndescent] [--nnd-trees T] [--nnd-leaf L] [--nnd-extra X]
-//       [--nnd-candidates C] [--nnd-iterations I] [--nnd-delta D] [--recall-sample S] [--knn-only]
+//       [--nnd-candidates C] [--nnd-iterations I] [--nnd-delta D] [--nnd-search-ef E]
+//       [--recall-sample S] [--knn-only] [--tie-recall N]
 //   build/bench/bench_umap --synthetic CELLS [--neighbors 15] [--epochs E] [--random-init] ...
 // (--random-init and --epochs time the SGD alone; minima are printed next to the medians
 // since on a shared machine the minimum is the figure least disturbed by other load.)
@@ -173,6 +174,7 @@ struct Args {
     bool spectral = true;
     bool random_init = false;
     bool knn_only = false;             ///< time the kNN search and the fuzzy set only
+    int tie_recall = 0;                ///< cells for the recall that counts ties (0 = skip)
     std::int64_t synthetic_cells = 0;  ///< > 0: random kNN table instead of --h5ad
     std::int64_t trust_sample = 0;     ///< > 0: sampled trustworthiness of each layout
     fathom::KnnOptions knn;            ///< method and its parameters
@@ -208,8 +210,10 @@ Args parse(int argc, char** argv) {
         else if (flag == "--nnd-candidates") args.knn.nndescent_max_candidates = std::stoi(value());
         else if (flag == "--nnd-iterations") args.knn.nndescent_iterations = std::stoi(value());
         else if (flag == "--nnd-delta") args.knn.nndescent_delta = std::stod(value());
+        else if (flag == "--nnd-search-ef") args.knn.nndescent_search_ef = std::stoi(value());
         else if (flag == "--recall-sample") args.knn.recall_sample = std::stoi(value());
         else if (flag == "--knn-only") args.knn_only = true;
+        else if (flag == "--tie-recall") args.tie_recall = std::stoi(value());
         else throw std::invalid_argument("unknown option " + flag);
     }
     if (args.h5ad.empty() && args.synthetic_cells <= 0) throw std::invalid_argument("--h5ad FILE or --synthetic CELLS is required");
@@ -273,6 +277,24 @@ int main(int argc, char** argv) {
                 std::printf("  repeat %d: knn %.2f s wall, %.2f s cpu (%s, recall %.4f, %d NN-descent rounds)\n", repeat,
                             watch.wall_seconds(), watch.cpu_seconds(), fathom::knn_method_name(result.method_used),
                             result.recall, result.nndescent_iterations);
+                if (args.tie_recall > 0 && repeat == 0) {
+                    // Recall that counts a neighbour as found when it is no farther than the
+                    // exact k-th one (cells at tied distances are interchangeable).
+                    const int k = result.graph.num_neighbors;
+                    double found = 0.0;
+                    for (int sample = 0; sample < args.tie_recall; ++sample) {
+                        const std::int64_t cell = static_cast<std::int64_t>(
+                            (static_cast<std::uint64_t>(sample) * 0x9e3779b97f4a7c15ULL) % static_cast<std::uint64_t>(points.rows()));
+                        const fathom::KnnGraph exact =
+                            fathom::exact_neighbors(points, result.num_dims, k, cell, cell + 1, ctx);
+                        const float kth = exact.distances[static_cast<std::size_t>(k - 1)];
+                        int hits = 0;
+                        for (const float distance : result.graph.neighbor_distances(cell).subspan(1))
+                            hits += distance <= kth ? 1 : 0;
+                        found += static_cast<double>(hits) / (k - 1);
+                    }
+                    std::printf("  recall counting ties (%d cells): %.4f\n", args.tie_recall, found / args.tie_recall);
+                }
                 knn_graph = std::move(result.graph);
                 if (!args.graph_cache.empty() && repeat == 0) write_graph(args.graph_cache, knn_graph);
             }

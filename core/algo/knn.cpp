@@ -312,11 +312,15 @@ int nndescent_search(const DenseMatrix<float>& points, int num_dims, const KnnOp
     const std::int64_t num_cells = points.rows();
     detail::NnDescentParams params;
     params.pool = static_cast<int>(std::min<std::int64_t>(num_neighbors - 1 + options.nndescent_extra, num_cells - 1));
-    params.num_trees = options.nndescent_trees;
+    // pynndescent 0.5 NNDescent.__init__: n_trees = min(64, 5 + int(round(n ** 0.25 / 2.0))).
+    params.num_trees = options.nndescent_trees > 0
+                           ? options.nndescent_trees
+                           : std::min(64, 5 + static_cast<int>(std::lround(std::pow(static_cast<double>(num_cells), 0.25) / 2.0)));
     params.leaf_size = options.nndescent_leaf_size;
     params.max_candidates = options.nndescent_max_candidates;
     params.max_iterations = options.nndescent_iterations;
     params.delta = options.nndescent_delta;
+    params.search_ef = options.nndescent_search_ef;
     params.seed = options.seed;
     const detail::NnDescentCandidates found = detail::nn_descent(points, num_dims, params, ctx);
     const int pool = found.pool;
@@ -384,7 +388,8 @@ void validate(const KnnOptions& options, std::int64_t num_cells, std::int64_t nu
     if (options.hnsw_ef_construction < options.hnsw_m)
         fail("hnsw_ef_construction must be >= hnsw_m, got " + std::to_string(options.hnsw_ef_construction));
     if (options.hnsw_ef < 1) fail("hnsw_ef must be >= 1, got " + std::to_string(options.hnsw_ef));
-    if (options.nndescent_trees < 1) fail("nndescent_trees must be >= 1, got " + std::to_string(options.nndescent_trees));
+    if (options.nndescent_trees < 0)
+        fail("nndescent_trees must be >= 0 (0 = automatic), got " + std::to_string(options.nndescent_trees));
     if (options.nndescent_leaf_size < 2 || options.nndescent_leaf_size > detail::kNnDescentMaxList)
         fail("nndescent_leaf_size must be in [2, " + std::to_string(detail::kNnDescentMaxList) + "], got " +
              std::to_string(options.nndescent_leaf_size));
@@ -399,6 +404,9 @@ void validate(const KnnOptions& options, std::int64_t num_cells, std::int64_t nu
     if (options.nndescent_iterations < 0)
         fail("nndescent_iterations must be >= 0, got " + std::to_string(options.nndescent_iterations));
     if (!(options.nndescent_delta >= 0.0)) fail("nndescent_delta must be >= 0, got " + std::to_string(options.nndescent_delta));
+    if (options.nndescent_search_ef < 0 || options.nndescent_search_ef > detail::kNnDescentMaxSearchEf)
+        fail("nndescent_search_ef must be in [0, " + std::to_string(detail::kNnDescentMaxSearchEf) + "], got " +
+             std::to_string(options.nndescent_search_ef));
     if (options.num_partitions < 1) fail("num_partitions must be >= 1, got " + std::to_string(options.num_partitions));
     if (options.recall_sample < 0) fail("recall_sample must be >= 0");
     if (num_cells < 2) throw std::invalid_argument("nearest_neighbors: need at least 2 cells, got " + std::to_string(num_cells));

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <random>
@@ -161,6 +162,9 @@ public:
         flags[slot] = kInserted;
     }
 
+    /// The keys of `point` (sorted; kEmpty at the end), for a writer that owns the point.
+    std::uint64_t* keys(std::int64_t point) noexcept { return m_keys.data() + offset(point); }
+
     /// Entries inserted since the last call (now marked new).
     std::int64_t settle_inserted() {
         return tbb::parallel_reduce(
@@ -312,6 +316,114 @@ void for_points(std::int64_t num_points, JobContext& ctx, const Body& body) {
                       });
 }
 
+/// The final graph search (NnDescentParams::search_ef): every point's list searched for
+/// again, best first, over the graph of the lists made undirected, and replaced by the
+/// pool nearest found. Each point's search reads only the lists as they were before the
+/// pass, so the outcome does not depend on the order or the threads.
+void graph_search(const PaddedRows& rows, NeighborLists& lists, int search_ef, int owners, JobContext& ctx) {
+    const std::int64_t num_points = static_cast<std::int64_t>(rows.values.size() / rows.stride);
+    const int pool = lists.pool();
+    const float* base = rows.values.data();
+    const std::size_t stride = rows.stride;
+    const int ef = std::max(search_ef, pool);
+    // Reverse neighbours: the pool nearest points that list each point (keys are
+    // symmetric: a pair's distance is the same float both ways), added by owner ranges.
+    NeighborLists reverse(num_points, pool);
+    {
+        Updates updates(num_points, owners);
+        for (std::int64_t chunk_begin = 0; chunk_begin < num_points; chunk_begin += 8 * kJoinChunk) {
+            const std::int64_t chunk_end = std::min(num_points, chunk_begin + 8 * kJoinChunk);
+            tbb::parallel_for(tbb::blocked_range<std::int64_t>(chunk_begin, chunk_end, kGrain),
+                              [&](const tbb::blocked_range<std::int64_t>& range) {
+                                  ctx.checkpoint();
+                                  auto& buckets = updates.local();
+                                  for (std::int64_t point = range.begin(); point != range.end(); ++point)
+                                      for (int slot = 0; slot < pool; ++slot) {
+                                          const std::uint64_t key = lists.key(point, slot);
+                                          if (key == kEmpty) break;
+                                          const std::int32_t neighbor = entry_index(key);
+                                          const std::uint64_t back = (key & ~std::uint64_t{0xffffffffu}) |
+                                                                     static_cast<std::uint32_t>(point);
+                                          if (back < reverse.worst(neighbor)) updates.propose(buckets, neighbor, back);
+                                      }
+                              });
+            updates.apply(reverse);
+        }
+    }
+    struct Scratch {
+        std::vector<std::uint32_t> visited;  // the stamp of the search that last reached each point
+        std::uint32_t stamp = 0;
+        std::vector<std::uint64_t> frontier;  // min-heap of keys to expand
+        std::vector<std::uint64_t> found;     // max-heap of the ef nearest keys
+    };
+    tbb::enumerable_thread_specific<Scratch> scratches;
+    std::vector<std::uint64_t> refined(static_cast<std::size_t>(num_points) * pool, kEmpty);
+    for_points(num_points, ctx, [&](std::int32_t point) {
+        Scratch& scratch = scratches.local();
+        if (scratch.visited.empty()) scratch.visited.assign(static_cast<std::size_t>(num_points), 0);
+        if (++scratch.stamp == 0) {
+            std::fill(scratch.visited.begin(), scratch.visited.end(), 0);
+            scratch.stamp = 1;
+        }
+        const std::uint32_t stamp = scratch.stamp;
+        auto& frontier = scratch.frontier;
+        auto& found = scratch.found;
+        frontier.clear();
+        found.clear();
+        scratch.visited[static_cast<std::size_t>(point)] = stamp;
+        for (int slot = 0; slot < pool; ++slot) {
+            const std::uint64_t key = lists.key(point, slot);
+            if (key == kEmpty) break;
+            scratch.visited[static_cast<std::size_t>(entry_index(key))] = stamp;
+            frontier.push_back(key);
+            found.push_back(key);
+        }
+        std::make_heap(frontier.begin(), frontier.end(), std::greater<>());
+        std::make_heap(found.begin(), found.end());
+        std::int32_t fresh[2 * kMaxList];
+        float distances[2 * kMaxList];
+        const float* query = rows.row(point);
+        while (!frontier.empty()) {
+            std::pop_heap(frontier.begin(), frontier.end(), std::greater<>());
+            const std::uint64_t nearest = frontier.back();
+            frontier.pop_back();
+            if (static_cast<int>(found.size()) >= ef && nearest > found.front()) break;
+            const std::int32_t expanded = entry_index(nearest);
+            int count = 0;
+            for (const NeighborLists* graph : {&lists, &reverse})
+                for (int slot = 0; slot < pool; ++slot) {
+                    const std::uint64_t key = graph->key(expanded, slot);
+                    if (key == kEmpty) break;
+                    const std::int32_t other = entry_index(key);
+                    if (scratch.visited[static_cast<std::size_t>(other)] == stamp) continue;
+                    scratch.visited[static_cast<std::size_t>(other)] = stamp;
+                    fresh[count++] = other;
+                }
+            l2_padded_many(query, base, stride, fresh, static_cast<std::size_t>(count), distances);
+            for (int item = 0; item < count; ++item) {
+                const std::uint64_t key = entry_key(distances[item], fresh[item]);
+                if (static_cast<int>(found.size()) >= ef && key >= found.front()) continue;
+                frontier.push_back(key);
+                std::push_heap(frontier.begin(), frontier.end(), std::greater<>());
+                found.push_back(key);
+                std::push_heap(found.begin(), found.end());
+                if (static_cast<int>(found.size()) > ef) {
+                    std::pop_heap(found.begin(), found.end());
+                    found.pop_back();
+                }
+            }
+        }
+        std::sort(found.begin(), found.end());
+        std::copy_n(found.begin(), std::min<std::size_t>(found.size(), static_cast<std::size_t>(pool)),
+                    refined.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(point) * pool));
+    });
+    tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, num_points, 1 << 14), [&](const tbb::blocked_range<std::int64_t>& range) {
+        for (std::int64_t point = range.begin(); point != range.end(); ++point)
+            std::copy_n(refined.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(point) * pool), pool,
+                        lists.keys(point));
+    });
+}
+
 }  // namespace
 
 NnDescentCandidates nn_descent(const DenseMatrix<float>& points, int num_dims, const NnDescentParams& params,
@@ -326,6 +438,7 @@ NnDescentCandidates nn_descent(const DenseMatrix<float>& points, int num_dims, c
     if (params.leaf_size < 2 || params.leaf_size > kMaxList) fail("leaf_size must be in [2, 1024]");
     if (params.max_candidates < 1 || params.max_candidates > kMaxCandidates) fail("max_candidates must be in [1, 256]");
     if (params.max_iterations < 0 || !(params.delta >= 0.0)) fail("max_iterations and delta must be >= 0");
+    if (params.search_ef < 0 || params.search_ef > kNnDescentMaxSearchEf) fail("search_ef must be in [0, 4096]");
 
     const std::size_t stride = l2_padded_size(static_cast<std::size_t>(num_dims));
 
@@ -517,6 +630,7 @@ NnDescentCandidates nn_descent(const DenseMatrix<float>& points, int num_dims, c
         ctx.report((0.25 + 0.75 * static_cast<double>(round + 1) / params.max_iterations) * kSearchShare);
         if (changed <= threshold) break;
     }
+    if (params.search_ef > 0) graph_search(rows, lists, params.search_ef, owners, ctx);
 
     // Exact squared distances (double, from the float coordinates) of the kept
     // neighbours, on the renumbered rows (neighbours sit close in memory), back in input rows.

@@ -19,6 +19,8 @@ namespace detail {
 inline constexpr int kNnDescentMaxList = 1024;
 /// Most candidates nn_descent samples per point and round.
 inline constexpr int kNnDescentMaxCandidates = 256;
+/// Largest beam width of nn_descent's final graph search.
+inline constexpr int kNnDescentMaxSearchEf = 4096;
 
 /// Parameters of nn_descent (nn_descent throws std::invalid_argument when out of range).
 struct NnDescentParams {
@@ -28,6 +30,12 @@ struct NnDescentParams {
     int max_candidates = 50;  ///< new (and old) candidates sampled per point and round, in [1, kNnDescentMaxCandidates]
     int max_iterations = 10;  ///< NN-descent rounds at most (>= 0)
     double delta = 0.001;     ///< stop when fewer than delta * num_cells * pool entries changed in a round
+    /// Beam width of the final graph search (0 = none), in [0, kNnDescentMaxSearchEf]:
+    /// every point's list is searched for again, best first, over the NN-descent graph
+    /// made undirected (each list plus up to pool reverse neighbours), seeded from the
+    /// point's own list, as HNSW searches its bottom layer. Raises the recall where
+    /// NN-descent stalls (large inputs); each point reads only the frozen graph.
+    int search_ef = 0;
     std::uint64_t seed = 0;   ///< trees and candidate sampling
 };
 

@@ -142,6 +142,43 @@ TEST(NnDescent, BitIdenticalAcrossThreadsAndPartitions) {
     EXPECT_NE(reseeded.graph.indices, reference.graph.indices);
 }
 
+TEST(NnDescent, GraphSearchRaisesTheRecallOfAStalledGraphAndStaysDeterministic) {
+    // Unclustered 40-dimensional data with one short NN-descent round and few
+    // candidates: the graph is far from converged, as NN-descent leaves large inputs.
+    std::mt19937_64 generator(21);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    DenseMatrix<float> points(8000, 40);
+    for (auto& value : points.values()) value = normal(generator);
+    KnnOptions options;
+    options.method = KnnMethod::NnDescent;
+    options.recall_sample = 0;
+    options.nndescent_iterations = 1;
+    options.nndescent_max_candidates = 8;
+    options.nndescent_trees = 1;
+    JobContext ctx;
+    const auto plain = nearest_neighbors(points, options, ctx);
+    const double plain_recall = full_recall(points, plain);
+    options.nndescent_search_ef = 64;
+    KnnResult refined;
+    {
+        const tbb::global_control one(tbb::global_control::max_allowed_parallelism, 1);
+        refined = nearest_neighbors(points, options, ctx);
+    }
+    const double refined_recall = full_recall(points, refined);
+    std::printf("[nndescent] gaussian 8000 x 40, 1 round: recall %.5f, with graph search %.5f\n", plain_recall,
+                refined_recall);
+    EXPECT_LT(plain_recall, 0.9);
+    EXPECT_GE(refined_recall, plain_recall + 0.05);
+    expect_contract(points, refined.graph, 40);
+    for (const int partitions : {1, 3}) {
+        const tbb::global_control two(tbb::global_control::max_allowed_parallelism, 2);
+        options.num_partitions = partitions;
+        const auto other = nearest_neighbors(points, options, ctx);
+        EXPECT_EQ(other.graph.indices, refined.graph.indices) << partitions << " partitions";
+        EXPECT_EQ(other.graph.distances, refined.graph.distances) << partitions << " partitions";
+    }
+}
+
 TEST(NnDescent, CandidatesAreDistinctOthersWithDoubleDistances) {
     const auto points = gaussian_mixture(3000, 12, 5, 13);
     JobContext ctx;
@@ -218,7 +255,7 @@ TEST(NnDescent, OptionsAreCheckedByName) {
         EXPECT_NE(message(options).find("KnnOptions::" + field), std::string::npos) << field;
     };
     KnnOptions options;
-    options.nndescent_trees = 0;
+    options.nndescent_trees = -1;
     expect_named(options, "nndescent_trees");
     options = {};
     options.nndescent_leaf_size = 1;
@@ -244,6 +281,12 @@ TEST(NnDescent, OptionsAreCheckedByName) {
     options = {};
     options.nndescent_delta = -0.5;
     expect_named(options, "nndescent_delta");
+    options = {};
+    options.nndescent_search_ef = -1;
+    expect_named(options, "nndescent_search_ef");
+    options = {};
+    options.nndescent_search_ef = detail::kNnDescentMaxSearchEf + 1;
+    expect_named(options, "nndescent_search_ef");
     EXPECT_EQ(message(KnnOptions{}), "");
 
     EXPECT_EQ(parse_knn_method("nndescent", "--knn-method"), KnnMethod::NnDescent);
