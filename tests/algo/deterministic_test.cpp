@@ -44,10 +44,7 @@ Outcome run(const DenseMatrix<float>& points, int partitions, int threads) {
 TEST(Deterministic, NeighborsAndUmapOfRealDataAreBitIdenticalAcrossPartitionsAndThreads) {
     const auto path = test::shared_reference("scanpy_neurons10k_1000genes/X_pca.npy");
     FATHOM_REQUIRE_PATH(path);
-    const auto array = test::read_npy(path);
-    DenseMatrix<float> points(array.rows(), array.cols());
-    for (std::size_t index = 0; index < array.numbers.size(); ++index)
-        points.values()[index] = static_cast<float>(array.numbers[index]);
+    const DenseMatrix<float> points = test::read_npy_float_matrix(path);
     ASSERT_GE(points.rows(), KnnOptions{}.exact_below) << "the approximate search must be the one tested";
 
     const Outcome reference = run(points, 1, 1);

@@ -258,9 +258,7 @@ void check_against_scanpy(const std::string& dataset, std::int64_t cells, double
 TEST_P(ScanpyLeiden, AgreesWithScanpysLabels) {
     const auto folder = test::shared_reference(GetParam());
     FATHOM_REQUIRE_PATH(folder / "leiden_labels.npy");
-    const auto array = test::read_npy(folder / "X_pca.npy");
-    DenseMatrix<float> points(array.rows(), array.cols());
-    for (std::size_t index = 0; index < array.numbers.size(); ++index) points.values()[index] = static_cast<float>(array.numbers[index]);
+    const DenseMatrix<float> points = test::read_npy_float_matrix(folder / "X_pca.npy");
     const auto reference = test::read_npy(folder / "leiden_labels.npy");
     const std::vector<std::int64_t> theirs(reference.numbers.begin(), reference.numbers.end());
     JobContext ctx;

@@ -20,23 +20,12 @@
 #include "tests/support/graph_metrics.hpp"
 #include "tests/support/npy.hpp"
 #include "tests/support/paths.hpp"
+#include "tests/support/simulate.hpp"
 
 namespace fathom {
 namespace {
 
-/// Gaussian mixture in `dims` dimensions: `clusters` centres with spread 5, unit noise.
-DenseMatrix<float> gaussian_mixture(std::int64_t cells, int dims, int clusters, std::uint64_t seed) {
-    std::mt19937_64 generator(seed);
-    std::normal_distribution<float> normal(0.0f, 1.0f);
-    DenseMatrix<float> centres(clusters, dims);
-    for (auto& value : centres.values()) value = 5.0f * normal(generator);
-    DenseMatrix<float> points(cells, dims);
-    for (std::int64_t cell = 0; cell < cells; ++cell) {
-        const auto cluster = static_cast<std::int64_t>(generator() % static_cast<std::uint64_t>(clusters));
-        for (int dim = 0; dim < dims; ++dim) points(cell, dim) = centres(cluster, dim) + normal(generator);
-    }
-    return points;
-}
+using test::gaussian_mixture;
 
 /// Obviously-correct kNN: all pairwise distances in double, sorted by (distance, index),
 /// self first.
@@ -276,13 +265,7 @@ const char* const kReferenceNames[] = {
     "scanpy_10x_v3_chr21", "scanpy_10x_v3_chr21_mtx", "scanpy_neurons10k_1000genes", "scanpy_pbmc68k_reduced_norecipe",
     "visium_cytassist_mouse_2898", "yeast_844cells", "geo_GSM6544281_min200"};
 
-DenseMatrix<float> read_pca(const std::filesystem::path& folder) {
-    const auto array = test::read_npy(folder / "X_pca.npy");
-    DenseMatrix<float> points(array.rows(), array.cols());
-    for (std::size_t index = 0; index < array.numbers.size(); ++index)
-        points.values()[index] = static_cast<float>(array.numbers[index]);
-    return points;
-}
+DenseMatrix<float> read_pca(const std::filesystem::path& folder) { return test::read_npy_float_matrix(folder / "X_pca.npy"); }
 
 test::ReferenceCsr to_reference(const CsrGraph& graph) {
     test::ReferenceCsr csr;

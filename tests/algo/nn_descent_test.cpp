@@ -18,23 +18,12 @@
 #include "core/engine/JobContext.hpp"
 #include "tests/support/npy.hpp"
 #include "tests/support/paths.hpp"
+#include "tests/support/simulate.hpp"
 
 namespace fathom {
 namespace {
 
-/// Gaussian mixture in `dims` dimensions: `clusters` centres with spread 5, unit noise.
-DenseMatrix<float> gaussian_mixture(std::int64_t cells, int dims, int clusters, std::uint64_t seed) {
-    std::mt19937_64 generator(seed);
-    std::normal_distribution<float> normal(0.0f, 1.0f);
-    DenseMatrix<float> centres(clusters, dims);
-    for (auto& value : centres.values()) value = 5.0f * normal(generator);
-    DenseMatrix<float> points(cells, dims);
-    for (std::int64_t cell = 0; cell < cells; ++cell) {
-        const auto cluster = static_cast<std::int64_t>(generator() % static_cast<std::uint64_t>(clusters));
-        for (int dim = 0; dim < dims; ++dim) points(cell, dim) = centres(cluster, dim) + normal(generator);
-    }
-    return points;
-}
+using test::gaussian_mixture;
 
 double sq_distance(const DenseMatrix<float>& points, std::int64_t a, std::int64_t b, int dims) {
     double sum = 0.0;
@@ -100,10 +89,7 @@ TEST(NnDescent, RecallOnClusteredDataAndResultContract) {
 TEST(NnDescent, RecallOnRealDataAboveTheExactThreshold) {
     const auto path = test::shared_reference("scanpy_neurons10k_1000genes/X_pca.npy");
     FATHOM_REQUIRE_PATH(path);
-    const auto array = test::read_npy(path);
-    DenseMatrix<float> points(array.rows(), array.cols());
-    for (std::size_t index = 0; index < array.numbers.size(); ++index)
-        points.values()[index] = static_cast<float>(array.numbers[index]);
+    const DenseMatrix<float> points = test::read_npy_float_matrix(path);
     ASSERT_GE(points.rows(), KnnOptions{}.exact_below);
     JobContext ctx;
     const auto result = nearest_neighbors(points, KnnOptions{}, ctx);  // Auto

@@ -314,13 +314,6 @@ TEST(Umap, ValidateNamesTheField) {
 
 // ---------------------------------------------------------------------------------
 
-DenseMatrix<float> read_matrix(const std::filesystem::path& path) {
-    const auto array = test::read_npy(path);
-    DenseMatrix<float> matrix(array.rows(), array.cols());
-    for (std::size_t index = 0; index < array.numbers.size(); ++index) matrix.values()[index] = static_cast<float>(array.numbers[index]);
-    return matrix;
-}
-
 /// A symmetric ring of `cells` cells with unit weights.
 CsrGraph ring_graph(std::int64_t cells) {
     CsrGraph graph;
@@ -364,8 +357,8 @@ class ScanpyUmap : public ::testing::TestWithParam<const char*> {};
 TEST_P(ScanpyUmap, TrustworthinessAtLeastScanpys) {
     const auto folder = test::shared_reference(GetParam());
     FATHOM_REQUIRE_PATH(folder / "X_umap.npy");
-    const auto points = read_matrix(folder / "X_pca.npy");
-    const auto reference = read_matrix(folder / "X_umap.npy");
+    const auto points = test::read_npy_float_matrix(folder / "X_pca.npy");
+    const auto reference = test::read_npy_float_matrix(folder / "X_umap.npy");
     JobContext ctx;
     const auto graph = neighbors(points, NeighborsOptions{}, ctx).connectivities;
     const double theirs = test::trustworthiness(points, reference, 15);
@@ -407,7 +400,7 @@ class ThreeDimensionalUmap : public ::testing::TestWithParam<const char*> {};
 TEST_P(ThreeDimensionalUmap, TrustworthinessCloseToTwoDimensions) {
     const auto folder = test::shared_reference(GetParam());
     FATHOM_REQUIRE_PATH(folder / "X_pca.npy");
-    const auto points = read_matrix(folder / "X_pca.npy");
+    const auto points = test::read_npy_float_matrix(folder / "X_pca.npy");
     JobContext ctx;
     const auto graph = neighbors(points, NeighborsOptions{}, ctx).connectivities;
     UmapOptions options;

@@ -110,4 +110,14 @@ NpyArray read_npy(const std::filesystem::path& path) {
     return array;
 }
 
+DenseMatrix<float> read_npy_float_matrix(const std::filesystem::path& path) {
+    const NpyArray array = read_npy(path);
+    if (array.numbers.size() != static_cast<std::size_t>(array.rows() * array.cols()))
+        throw std::runtime_error(path.string() + ": not a numeric 2-D array (" + array.descr + ")");
+    DenseMatrix<float> matrix(array.rows(), array.cols());
+    for (std::size_t index = 0; index < array.numbers.size(); ++index)
+        matrix.values()[index] = static_cast<float>(array.numbers[index]);
+    return matrix;
+}
+
 }  // namespace fathom::test

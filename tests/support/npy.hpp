@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "core/types/DenseMatrix.hpp"
+
 namespace fathom::test {
 
 struct NpyArray {
@@ -19,5 +21,9 @@ struct NpyArray {
 
 /// Throws std::runtime_error naming the file on any problem.
 NpyArray read_npy(const std::filesystem::path& path);
+
+/// A 2-D numeric .npy file (e.g. a reference's X_pca.npy) as a float matrix; throws
+/// std::runtime_error naming the file when it is not numeric.
+DenseMatrix<float> read_npy_float_matrix(const std::filesystem::path& path);
 
 }  // namespace fathom::test

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <random>
 #include <stdexcept>
 
 namespace fathom::test {
@@ -119,6 +120,19 @@ std::vector<std::string> simulated_gene_names(std::int64_t num_genes, const std:
 double relative_difference(double a, double b, double floor) {
     if (a == b) return 0.0;
     return std::abs(a - b) / std::max({std::abs(a), std::abs(b), floor});
+}
+
+DenseMatrix<float> gaussian_mixture(std::int64_t cells, int dims, int clusters, std::uint64_t seed) {
+    std::mt19937_64 generator(seed);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    DenseMatrix<float> centres(clusters, dims);
+    for (auto& value : centres.values()) value = 5.0f * normal(generator);
+    DenseMatrix<float> points(cells, dims);
+    for (std::int64_t cell = 0; cell < cells; ++cell) {
+        const auto cluster = static_cast<std::int64_t>(generator() % static_cast<std::uint64_t>(clusters));
+        for (int dim = 0; dim < dims; ++dim) points(cell, dim) = centres(cluster, dim) + normal(generator);
+    }
+    return points;
 }
 
 }  // namespace fathom::test

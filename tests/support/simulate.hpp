@@ -37,6 +37,11 @@ DenseMatrix<double> to_dense(const ShardedCsr& matrix);
 /// Gene names "G0", "G1", ...; the genes listed in `mito` are renamed "MT-G<k>".
 std::vector<std::string> simulated_gene_names(std::int64_t num_genes, const std::vector<std::int64_t>& mito = {});
 
+/// Gaussian mixture in `dims` dimensions: `clusters` centres with spread 5, unit noise
+/// (points for neighbour searches; std::normal_distribution, so reproducible for one
+/// standard library).
+DenseMatrix<float> gaussian_mixture(std::int64_t cells, int dims, int clusters, std::uint64_t seed);
+
 /// Relative difference |a - b| / max(|a|, |b|, floor).
 double relative_difference(double a, double b, double floor = 1e-300);
 
