@@ -14,13 +14,15 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <filesystem>
-#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <thread>
 #include <unistd.h>
 #include <vector>
+
+#include <CLI/CLI.hpp>
 
 #include "core/engine/Engine.hpp"
 #include "core/io/synth.hpp"
@@ -44,41 +46,29 @@ struct Args {
     bool keep = false;
 };
 
-[[noreturn]] void usage(const std::string& problem) {
-    std::fprintf(stderr,
-                 "bench_filter: %s\nusage: bench_filter [--cells N] [--genes G] [--library UMIS] [--repeats R]\n"
-                 "                    [--devices cpu:N] [--dataset FILE --filter-genes A,B,C,D,E] [--keep]\n",
-                 problem.c_str());
-    std::exit(2);
-}
-
-Args parse_args(int argc, char** argv) {
+/// The command line, or std::nullopt after CLI11 has printed help or an error (`exit_code`).
+std::optional<Args> parse_args(int argc, char** argv, int& exit_code) {
     Args args;
-    for (int index = 1; index < argc; ++index) {
-        const std::string flag = argv[index];
-        const auto value = [&]() -> std::string {
-            if (index + 1 >= argc) usage(flag + " needs a value");
-            return argv[++index];
-        };
-        try {
-            if (flag == "--cells") args.cells = std::stoll(value());
-            else if (flag == "--genes") args.genes = std::stoll(value());
-            else if (flag == "--library") args.library = std::stod(value());
-            else if (flag == "--repeats") args.repeats = std::stoi(value());
-            else if (flag == "--devices") args.devices = value();
-            else if (flag == "--dataset") args.dataset = value();
-            else if (flag == "--filter-genes") {
-                std::stringstream list(value());
-                for (std::string gene; std::getline(list, gene, ',');)
-                    if (!gene.empty()) args.filter_genes.push_back(gene);
-            } else if (flag == "--keep") args.keep = true;
-            else usage("unknown option " + flag);
-        } catch (const std::logic_error&) {
-            usage("bad value for " + flag);
-        }
+    CLI::App app{"Latency of a five-gene filter expression", "bench_filter"};
+    app.add_option("--cells", args.cells, "synthetic cells")->capture_default_str()->check(CLI::PositiveNumber);
+    app.add_option("--genes", args.genes, "synthetic genes")->capture_default_str()->check(CLI::PositiveNumber);
+    app.add_option("--library", args.library, "synthetic UMIs per cell")->capture_default_str()->check(CLI::PositiveNumber);
+    app.add_option("--repeats", args.repeats, "runs (the median of at least 7)")->capture_default_str()->check(CLI::Range(7, 1000000));
+    app.add_option("--devices", args.devices, "devices")->capture_default_str();
+    auto* dataset = app.add_option("--dataset", args.dataset, "a real dataset instead of the synthetic one")->check(CLI::ExistingFile);
+    app.add_option("--filter-genes", args.filter_genes, "the five genes of the expression (with --dataset)")
+        ->delimiter(',')
+        ->expected(5)
+        ->needs(dataset);
+    app.add_flag("--keep", args.keep, "keep the synthetic dataset file");
+    try {
+        app.parse(argc, argv);
+        if (!args.dataset.empty() && args.filter_genes.size() != 5)
+            throw CLI::ValidationError("--filter-genes", "--dataset needs --filter-genes with 5 genes");
+    } catch (const CLI::ParseError& error) {
+        exit_code = app.exit(error);
+        return std::nullopt;
     }
-    if (args.repeats < 7) usage("--repeats must be >= 7 (the median of at least 7 runs)");
-    if (!args.dataset.empty() && args.filter_genes.size() != 5) usage("--dataset needs --filter-genes with 5 genes");
     return args;
 }
 
@@ -97,7 +87,10 @@ std::string expression(const std::vector<std::string>& genes, double shift) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    const Args args = parse_args(argc, argv);
+    int exit_code = 0;
+    const std::optional<Args> parsed = parse_args(argc, argv, exit_code);
+    if (!parsed) return exit_code;
+    const Args& args = *parsed;
     std::filesystem::path folder;
     std::string path = args.dataset;
     std::vector<std::string> genes = args.filter_genes;
@@ -113,7 +106,10 @@ int main(int argc, char** argv) {
         const auto model = fathom::io::synthetic_model(options);
         for (std::size_t type = 0; type < 5 && type < model.markers.size(); ++type)
             genes.push_back(model.gene_names[static_cast<std::size_t>(model.markers[type].front())]);
-        if (genes.size() != 5) usage("the synthetic model has fewer than 5 cell types");
+        if (genes.size() != 5) {
+            std::fprintf(stderr, "bench_filter: the synthetic model has fewer than 5 cell types\n");
+            return 2;
+        }
         const auto start = Clock::now();
         const auto summary = fathom::io::write_synthetic(path, options);
         std::printf("dataset      synthetic %lld cells x %lld genes, %lld non-zeros, written in %.1f s (%s)\n",

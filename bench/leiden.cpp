@@ -14,10 +14,13 @@
 #include <cstdio>
 #include <cstdint>
 #include <cstdlib>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <CLI/CLI.hpp>
 
 #include "core/algo/leiden.hpp"
 #include "core/engine/JobContext.hpp"
@@ -37,40 +40,26 @@ struct Args {
     double cancel_after_ms = 0.0;  ///< > 0: cancel each run this long after it starts
 };
 
-[[noreturn]] void usage(const std::string& problem) {
-    std::fprintf(stderr,
-                 "bench_leiden: %s\nusage: bench_leiden --graph FILE.h5ad [--key connectivities] [--repeats R]\n"
-                 "                    [--implementation both|leidenalg|igraph] [--resolution G] [--seed S]\n"
-                 "                    [--cancel-after-ms T]\n",
-                 problem.c_str());
-    std::exit(2);
-}
-
-Args parse_args(int argc, char** argv) {
+/// The command line, or std::nullopt after CLI11 has printed help or an error (`exit_code`).
+std::optional<Args> parse_args(int argc, char** argv, int& exit_code) {
     Args args;
-    for (int index = 1; index < argc; ++index) {
-        const std::string flag = argv[index];
-        const auto value = [&]() -> std::string {
-            if (index + 1 >= argc) usage(flag + " needs a value");
-            return argv[++index];
-        };
-        try {
-            if (flag == "--graph") args.graph = value();
-            else if (flag == "--key") args.key = value();
-            else if (flag == "--repeats") args.repeats = std::stoi(value());
-            else if (flag == "--implementation") args.implementation = value();
-            else if (flag == "--resolution") args.resolution = std::stod(value());
-            else if (flag == "--seed") args.seed = std::stoull(value());
-            else if (flag == "--cancel-after-ms") args.cancel_after_ms = std::stod(value());
-            else usage("unknown option " + flag);
-        } catch (const std::logic_error&) {
-            usage("bad value for " + flag);
-        }
+    CLI::App app{"Wall time of Leiden on a stored connectivities graph", "bench_leiden"};
+    app.add_option("--graph", args.graph, "h5ad file with the graph in obsp")->required()->check(CLI::ExistingFile);
+    app.add_option("--key", args.key, "obsp key")->capture_default_str();
+    app.add_option("--repeats", args.repeats, "runs")->capture_default_str()->check(CLI::PositiveNumber);
+    app.add_option("--implementation", args.implementation, "which Leiden")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"both", "leidenalg", "igraph"}));
+    app.add_option("--resolution", args.resolution, "resolution")->capture_default_str();
+    app.add_option("--seed", args.seed, "seed")->capture_default_str();
+    app.add_option("--cancel-after-ms", args.cancel_after_ms, "cancel each run this long after it starts")
+        ->check(CLI::NonNegativeNumber);
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& error) {
+        exit_code = app.exit(error);
+        return std::nullopt;
     }
-    if (args.graph.empty()) usage("--graph is required");
-    if (args.repeats < 1) usage("--repeats must be >= 1");
-    if (args.implementation != "both" && args.implementation != "leidenalg" && args.implementation != "igraph")
-        usage("--implementation must be both, leidenalg or igraph");
     return args;
 }
 
@@ -149,7 +138,10 @@ void run(const fathom::CsrGraph& graph, const Args& args, fathom::LeidenImplemen
 }  // namespace
 
 int main(int argc, char** argv) {
-    const Args args = parse_args(argc, argv);
+    int exit_code = 0;
+    const std::optional<Args> parsed = parse_args(argc, argv, exit_code);
+    if (!parsed) return exit_code;
+    const Args& args = *parsed;
     try {
         const fathom::CsrGraph graph = read_graph(args);
         std::printf("graph %s obsp/%s: %lld cells, %lld stored entries\n", args.graph.c_str(), args.key.c_str(),

@@ -22,6 +22,8 @@
 #include <tbb/global_control.h>
 #include <tbb/parallel_for.h>
 
+#include <CLI/CLI.hpp>
+
 #include <algorithm>
 #include <chrono>
 #include <ctime>
@@ -180,45 +182,47 @@ struct Args {
     fathom::KnnOptions knn;            ///< method and its parameters
 };
 
-Args parse(int argc, char** argv) {
+/// The command line, or std::nullopt after CLI11 has printed help or an error (`exit_code`).
+std::optional<Args> parse(int argc, char** argv, int& exit_code) {
     Args args;
-    for (int index = 1; index < argc; ++index) {
-        const std::string flag = argv[index];
-        const auto value = [&]() -> std::string {
-            if (index + 1 >= argc) throw std::invalid_argument(flag + " needs a value");
-            return argv[++index];
-        };
-        if (flag == "--h5ad") args.h5ad = value();
-        else if (flag == "--obsm") args.obsm = value();
-        else if (flag == "--neighbors") args.neighbors = std::stoi(value());
-        else if (flag == "--repeats") args.repeats = std::max(1, std::stoi(value()));
-        else if (flag == "--threads") args.threads = std::stoi(value());
-        else if (flag == "--deterministic") args.deterministic = true;
-        else if (flag == "--graph-cache") args.graph_cache = value();
-        else if (flag == "--epochs") args.epochs = std::stoi(value());
-        else if (flag == "--no-spectral") args.spectral = false;
-        else if (flag == "--random-init") args.random_init = true;
-        else if (flag == "--synthetic") args.synthetic_cells = std::stoll(value());
-        else if (flag == "--trustworthiness") args.trust_sample = std::stoll(value());
-        else if (flag == "--hnsw-m") args.knn.hnsw_m = std::stoi(value());
-        else if (flag == "--ef-construction") args.knn.hnsw_ef_construction = std::stoi(value());
-        else if (flag == "--ef") args.knn.hnsw_ef = std::stoi(value());
-        else if (flag == "--method") args.knn.method = fathom::parse_knn_method(value(), "--method");
-        else if (flag == "--nnd-trees") args.knn.nndescent_trees = std::stoi(value());
-        else if (flag == "--nnd-leaf") args.knn.nndescent_leaf_size = std::stoi(value());
-        else if (flag == "--nnd-extra") args.knn.nndescent_extra = std::stoi(value());
-        else if (flag == "--nnd-candidates") args.knn.nndescent_max_candidates = std::stoi(value());
-        else if (flag == "--nnd-iterations") args.knn.nndescent_iterations = std::stoi(value());
-        else if (flag == "--nnd-delta") args.knn.nndescent_delta = std::stod(value());
-        else if (flag == "--nnd-search-ef") args.knn.nndescent_search_ef = std::stoi(value());
-        else if (flag == "--recall-sample") args.knn.recall_sample = std::stoi(value());
-        else if (flag == "--knn-only") args.knn_only = true;
-        else if (flag == "--tie-recall") args.tie_recall = std::stoi(value());
-        else throw std::invalid_argument("unknown option " + flag);
+    CLI::App app{"Wall time of the kNN search, the fuzzy set and UMAP on an h5ad's obsm matrix", "bench_umap"};
+    app.add_option("--h5ad", args.h5ad, "h5ad file whose obsm holds the points")->check(CLI::ExistingFile);
+    app.add_option("--obsm", args.obsm, "obsm key of the points")->capture_default_str();
+    app.add_option("--neighbors", args.neighbors, "k, self included")->capture_default_str()->check(CLI::Range(2, 1024));
+    app.add_option("--repeats", args.repeats, "runs")->capture_default_str()->check(CLI::PositiveNumber);
+    app.add_option("--threads", args.threads, "TBB threads (0 = all)")->check(CLI::NonNegativeNumber);
+    app.add_flag("--deterministic", args.deterministic, "deterministic UMAP SGD and single-threaded HNSW build");
+    app.add_option("--graph-cache", args.graph_cache, "read the kNN table from this file, or write it there");
+    app.add_option("--epochs", args.epochs, "UMAP epochs (0 = scanpy's default)")->check(CLI::NonNegativeNumber);
+    app.add_flag_callback("--no-spectral", [&args] { args.spectral = false; }, "do not time the spectral initialisation alone");
+    app.add_flag("--random-init", args.random_init, "random UMAP initialisation (times the SGD alone)");
+    app.add_option("--synthetic", args.synthetic_cells, "random kNN table of this many cells instead of --h5ad")
+        ->check(CLI::Range(std::int64_t{1}, std::int64_t{std::numeric_limits<std::int32_t>::max()}));
+    app.add_option("--trustworthiness", args.trust_sample, "sampled trustworthiness (k = 15) on this many cells")
+        ->check(CLI::NonNegativeNumber);
+    app.add_option("--hnsw-m", args.knn.hnsw_m, "HNSW M")->capture_default_str();
+    app.add_option("--ef-construction", args.knn.hnsw_ef_construction, "HNSW build beam")->capture_default_str();
+    app.add_option("--ef", args.knn.hnsw_ef, "HNSW search beam")->capture_default_str();
+    std::string method = fathom::knn_method_name(args.knn.method);
+    app.add_option("--method", method, "kNN method")->capture_default_str()->check(CLI::IsMember({"auto", "exact", "hnsw", "nndescent"}));
+    app.add_option("--nnd-trees", args.knn.nndescent_trees, "NN-descent trees (0 = automatic)")->capture_default_str();
+    app.add_option("--nnd-leaf", args.knn.nndescent_leaf_size, "NN-descent leaf size")->capture_default_str();
+    app.add_option("--nnd-extra", args.knn.nndescent_extra, "NN-descent extra list entries")->capture_default_str();
+    app.add_option("--nnd-candidates", args.knn.nndescent_max_candidates, "NN-descent candidates")->capture_default_str();
+    app.add_option("--nnd-iterations", args.knn.nndescent_iterations, "NN-descent rounds at most")->capture_default_str();
+    app.add_option("--nnd-delta", args.knn.nndescent_delta, "NN-descent stop fraction")->capture_default_str();
+    app.add_option("--nnd-search-ef", args.knn.nndescent_search_ef, "NN-descent final search beam (0 = off)")->capture_default_str();
+    app.add_option("--recall-sample", args.knn.recall_sample, "cells for the recall estimate")->capture_default_str();
+    app.add_flag("--knn-only", args.knn_only, "time the kNN search and the fuzzy set only");
+    app.add_option("--tie-recall", args.tie_recall, "cells for the recall that counts tied distances")->check(CLI::NonNegativeNumber);
+    try {
+        app.parse(argc, argv);
+        args.knn.method = fathom::parse_knn_method(method, "--method");
+        if (args.h5ad.empty() && args.synthetic_cells <= 0) throw CLI::RequiredError("--h5ad FILE or --synthetic CELLS");
+    } catch (const CLI::ParseError& error) {
+        exit_code = app.exit(error);
+        return std::nullopt;
     }
-    if (args.h5ad.empty() && args.synthetic_cells <= 0) throw std::invalid_argument("--h5ad FILE or --synthetic CELLS is required");
-    if (args.synthetic_cells > std::numeric_limits<std::int32_t>::max())
-        throw std::invalid_argument("--synthetic: at most 2^31 - 1 cells");
     return args;
 }
 
@@ -226,7 +230,10 @@ Args parse(int argc, char** argv) {
 
 int main(int argc, char** argv) {
     try {
-        const Args args = parse(argc, argv);
+        int exit_code = 0;
+        const std::optional<Args> parsed = parse(argc, argv, exit_code);
+        if (!parsed) return exit_code;
+        const Args& args = *parsed;
         std::unique_ptr<tbb::global_control> limit;
         if (args.threads > 0)
             limit = std::make_unique<tbb::global_control>(tbb::global_control::max_allowed_parallelism,
