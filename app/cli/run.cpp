@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/cli/commands.hpp"
+#include "core/algo/knn.hpp"
 #include "core/engine/Engine.hpp"
 #include "core/engine/csv_export.hpp"
 #include "core/io/errors.hpp"
@@ -123,7 +124,18 @@ void add_run_command(CLI::App& app, int& exit_code) {
     command->add_option("--neighbors", args->neighbors, "compute the kNN graph with this many neighbours (e.g. 15)");
     command->add_option("--knn-method", args->settings.knn_method,
                         "kNN search: auto (exact below 8192 cells, else nndescent), exact, nndescent or hnsw")
-        ->check(CLI::IsMember({"auto", "exact", "nndescent", "hnsw"}))
+        ->check(CLI::Validator(
+            [](std::string& name) {
+                // parse_knn_method's message minus its "--knn-method: " prefix, which CLI11 adds.
+                const std::string option = "--knn-method";
+                try {
+                    parse_knn_method(name, option);
+                    return std::string();
+                } catch (const std::invalid_argument& error) {
+                    return std::string(error.what()).substr(option.size() + 2);
+                }
+            },
+            "auto|exact|nndescent|hnsw"))
         ->default_str(defaults.knn_method);
     command->add_flag("--umap", args->umap, "compute UMAP (needs --neighbors)");
     command->add_option("--umap-components", args->settings.umap_components,

@@ -31,17 +31,7 @@ using RowMatrixF = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::R
 constexpr std::int64_t kQueryBlock = 128;   // queries per task (tile rows)
 constexpr std::int64_t kPointBlock = 2048;  // points per tile (tile columns)
 
-/// Squared euclidean distance in double from float coordinates (the reference value
-/// every neighbour list is sorted by; sklearn's euclidean_distances upcasts float32
-/// to float64 the same way).
-double exact_sq_distance(const float* a, const float* b, int num_dims) noexcept {
-    double sum = 0.0;
-    for (int dim = 0; dim < num_dims; ++dim) {
-        const double diff = static_cast<double>(a[dim]) - static_cast<double>(b[dim]);
-        sum += diff * diff;
-    }
-    return sum;
-}
+using detail::exact_sq_distance;
 
 /// (squared distance, index) ordered lexicographically: ties go to the lower index.
 using Candidate = std::pair<double, std::int32_t>;

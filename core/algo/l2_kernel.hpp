@@ -24,4 +24,16 @@ float l2_padded(const void* a, const void* b, const void* param);
 void l2_padded_many(const float* query, const float* base, std::size_t stride, const std::int32_t* rows,
                     std::size_t count, float* out);
 
+/// Squared euclidean distance in double from float coordinates, summed over the
+/// num_dims coordinates in order: the reference value every neighbour list is sorted
+/// by (sklearn's euclidean_distances upcasts float32 to float64 the same way).
+inline double exact_sq_distance(const float* a, const float* b, int num_dims) noexcept {
+    double sum = 0.0;
+    for (int dim = 0; dim < num_dims; ++dim) {
+        const double diff = static_cast<double>(a[dim]) - static_cast<double>(b[dim]);
+        sum += diff * diff;
+    }
+    return sum;
+}
+
 }  // namespace fathom::detail

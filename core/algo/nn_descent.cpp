@@ -233,7 +233,7 @@ private:
 
 /// Squared distances in double from `query` to rows[i] (i < count) of the padded rows at
 /// `base`: for each pair the sum over the num_dims coordinates in order, as knn.cpp's
-/// exact_sq_distance computes it (the same bits), four pairs at a time.
+/// exact_sq_distance (l2_kernel.hpp) computes it (the same bits), four pairs at a time.
 void exact_sq_distances(const float* query, const float* base, std::size_t stride, int num_dims,
                         const std::int32_t* rows, int count, double* out) noexcept {
     int item = 0;
@@ -259,15 +259,8 @@ void exact_sq_distances(const float* query, const float* base, std::size_t strid
         out[item + 2] = sum2;
         out[item + 3] = sum3;
     }
-    for (; item < count; ++item) {
-        const float* row = base + static_cast<std::size_t>(rows[item]) * stride;
-        double sum = 0.0;
-        for (int dim = 0; dim < num_dims; ++dim) {
-            const double difference = static_cast<double>(query[dim]) - static_cast<double>(row[dim]);
-            sum += difference * difference;
-        }
-        out[item] = sum;
-    }
+    for (; item < count; ++item)
+        out[item] = exact_sq_distance(query, base + static_cast<std::size_t>(rows[item]) * stride, num_dims);
 }
 
 /// Proposed list entries, gathered while distances are computed (the lists are then

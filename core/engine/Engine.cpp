@@ -6,6 +6,7 @@
 #include <unistd.h>
 #include <unordered_map>
 
+#include "core/algo/knn.hpp"
 #include "core/engine/detail/DevicePlacement.hpp"
 #include "core/engine/detail/EngineState.hpp"
 #include "core/engine/detail/SelectedRowsSource.hpp"
@@ -23,8 +24,7 @@ void PipelineSettings::validate() const {
     if (num_top_genes < 1) fail("num_top_genes", "must be >= 1");
     if (num_pcs < 1) fail("num_pcs", "must be >= 1");
     if (num_neighbors < 2) fail("num_neighbors", "must be >= 2");
-    if (knn_method != "auto" && knn_method != "exact" && knn_method != "nndescent" && knn_method != "hnsw")
-        fail("knn_method", "must be auto, exact, nndescent or hnsw (got '" + knn_method + "')");
+    parse_knn_method(knn_method, "PipelineSettings::knn_method");  // throws naming the field
     if (!(min_dist >= 0.0)) fail("min_dist", "must be >= 0");
     if (!(spread > 0.0)) fail("spread", "must be > 0");
     if (min_dist > spread) fail("min_dist", "must be <= spread");
