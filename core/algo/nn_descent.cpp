@@ -25,8 +25,6 @@ namespace {
 
 constexpr std::uint64_t kNoCandidate = std::numeric_limits<std::uint64_t>::max();
 constexpr std::int64_t kGrain = 512;  // points per parallel task
-constexpr std::size_t kLeafChunk = 1024;     // leaves searched between two applications of updates
-constexpr std::int64_t kJoinChunk = 2048;    // points joined between two applications of updates
 constexpr int kMaxCandidates = kNnDescentMaxCandidates;
 constexpr int kMaxList = kNnDescentMaxList;
 constexpr double kSearchShare = 0.9;  // of the progress bar; the caller's re-ranking takes the rest
@@ -134,7 +132,10 @@ public:
     static constexpr std::uint8_t kOld = 0, kNew = 1, kInserted = 2;
 
     NeighborLists(std::int64_t num_points, int pool)
-        : m_pool(pool), m_keys(static_cast<std::size_t>(num_points) * pool, kEmpty), m_flags(m_keys.size(), kOld) {}
+        : m_pool(pool),
+          m_keys(static_cast<std::size_t>(num_points) * pool, kEmpty),
+          m_flags(m_keys.size(), kOld),
+          m_locks(static_cast<std::size_t>(num_points)) {}
 
     int pool() const noexcept { return m_pool; }
     std::uint64_t key(std::int64_t point, int slot) const noexcept { return m_keys[offset(point) + static_cast<std::size_t>(slot)]; }
@@ -146,20 +147,28 @@ public:
     /// among the pool nearest. The outcome of a set of inserts does not depend on their
     /// order: the list ends as the pool smallest distinct keys. A pair's distance is
     /// always the same float (l2_padded_many), so an entry present has the same key.
+    /// Single writer: the caller owns `point` (see insert_shared otherwise).
     void insert(std::int64_t point, std::uint64_t key) noexcept {
-        std::uint64_t* keys = m_keys.data() + offset(point);
-        const int last = m_pool - 1;
-        if (key >= keys[last]) return;
-        int slot = last;
-        while (slot > 0 && keys[slot - 1] > key) --slot;
-        if (slot > 0 && keys[slot - 1] == key) return;
-        std::uint8_t* flags = m_flags.data() + offset(point);
-        for (int moved = last; moved > slot; --moved) {
-            keys[moved] = keys[moved - 1];
-            flags[moved] = flags[moved - 1];
-        }
-        keys[slot] = key;
-        flags[slot] = kInserted;
+        if (key < worst(point)) place(point, key);
+    }
+
+    /// insert() from any thread, with other threads inserting into the same lists: each
+    /// list is locked while it changes, and its last key is read and written atomically
+    /// (the check before the lock). Still order independent: the last key only falls, so
+    /// a key turned away at any time would not be among the pool smallest at the end.
+    void insert_shared(std::int64_t point, std::uint64_t key) noexcept {
+        if (key >= worst_shared(point)) return;
+        std::atomic<std::uint8_t>& lock = m_locks[static_cast<std::size_t>(point)];
+        while (lock.exchange(1, std::memory_order_acquire) != 0)
+            while (lock.load(std::memory_order_relaxed) != 0) {
+            }
+        if (key < worst(point)) place(point, key);
+        lock.store(0, std::memory_order_release);
+    }
+
+    /// The last key of `point`, read atomically (for use while insert_shared runs).
+    std::uint64_t worst_shared(std::int64_t point) const noexcept {
+        return __atomic_load_n(m_keys.data() + offset(point) + static_cast<std::size_t>(m_pool - 1), __ATOMIC_RELAXED);
     }
 
     /// The keys of `point` (sorted; kEmpty at the end), for a writer that owns the point.
@@ -183,10 +192,45 @@ public:
 private:
     std::size_t offset(std::int64_t point) const noexcept { return static_cast<std::size_t>(point) * m_pool; }
 
+    /// Puts `key` (below the last key) in its place unless present; the last key is
+    /// written atomically.
+    void place(std::int64_t point, std::uint64_t key) noexcept {
+        std::uint64_t* keys = m_keys.data() + offset(point);
+        const int last = m_pool - 1;
+        int slot = last;
+        while (slot > 0 && keys[slot - 1] > key) --slot;
+        if (slot > 0 && keys[slot - 1] == key) return;
+        std::uint8_t* flags = m_flags.data() + offset(point);
+        if (slot < last) {
+            __atomic_store_n(keys + last, keys[last - 1], __ATOMIC_RELAXED);
+            flags[last] = flags[last - 1];
+            for (int moved = last - 1; moved > slot; --moved) {
+                keys[moved] = keys[moved - 1];
+                flags[moved] = flags[moved - 1];
+            }
+            keys[slot] = key;
+        } else {
+            __atomic_store_n(keys + last, key, __ATOMIC_RELAXED);
+        }
+        flags[slot] = kInserted;
+    }
+
     int m_pool;
     std::vector<std::uint64_t> m_keys;
     std::vector<std::uint8_t> m_flags;
+    std::vector<std::atomic<std::uint8_t>> m_locks;  // one per point, for insert_shared
 };
+
+/// The first entries of `lists` for `point` (up to the first empty slot) as indices into
+/// `out`; returns the count.
+int list_indices(const NeighborLists& lists, std::int64_t point, std::int32_t* out) noexcept {
+    int count = 0;
+    while (count < lists.pool() && lists.key(point, count) != kEmpty) {
+        out[count] = entry_index(lists.key(point, count));
+        ++count;
+    }
+    return count;
+}
 
 /// Per-point candidate samples of fixed length: the max_candidates smallest
 /// (random priority, index) keys offered, whatever the order of the offers.
@@ -263,42 +307,6 @@ void exact_sq_distances(const float* query, const float* base, std::size_t strid
         out[item] = exact_sq_distance(query, base + static_cast<std::size_t>(rows[item]) * stride, num_dims);
 }
 
-/// Proposed list entries, gathered while distances are computed (the lists are then
-/// read-only) and applied afterwards by one task per range of target points, so no list
-/// has two writers and no lock is needed. Proposals are bucketed by target range.
-class Updates {
-public:
-    Updates(std::int64_t num_points, int owners) : m_num_points(num_points), m_owners(owners) {}
-
-    /// The bucket set of the calling thread.
-    std::vector<std::vector<std::pair<std::int32_t, std::uint64_t>>>& local() {
-        auto& buckets = m_buckets.local();
-        if (buckets.empty()) buckets.resize(static_cast<std::size_t>(m_owners));
-        return buckets;
-    }
-    /// Proposes `key` to `point` (no check).
-    void propose(std::vector<std::vector<std::pair<std::int32_t, std::uint64_t>>>& buckets, std::int32_t point,
-                 std::uint64_t key) const {
-        buckets[static_cast<std::size_t>(static_cast<std::int64_t>(point) * m_owners / m_num_points)].emplace_back(point, key);
-    }
-    /// Inserts every proposal into `lists` and empties the buckets.
-    void apply(NeighborLists& lists) {
-        tbb::parallel_for(0, m_owners, [&](int owner) {
-            for (auto& buckets : m_buckets) {
-                if (buckets.empty()) continue;
-                auto& bucket = buckets[static_cast<std::size_t>(owner)];
-                for (const auto& [point, key] : bucket) lists.insert(point, key);
-                bucket.clear();
-            }
-        });
-    }
-
-private:
-    std::int64_t m_num_points;
-    int m_owners;
-    tbb::enumerable_thread_specific<std::vector<std::vector<std::pair<std::int32_t, std::uint64_t>>>> m_buckets;
-};
-
 template <typename Body>
 void for_points(std::int64_t num_points, JobContext& ctx, const Body& body) {
     tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, num_points, kGrain),
@@ -313,36 +321,22 @@ void for_points(std::int64_t num_points, JobContext& ctx, const Body& body) {
 /// again, best first, over the graph of the lists made undirected, and replaced by the
 /// pool nearest found. Each point's search reads only the lists as they were before the
 /// pass, so the outcome does not depend on the order or the threads.
-void graph_search(const PaddedRows& rows, NeighborLists& lists, int search_ef, int owners, JobContext& ctx) {
+void graph_search(const PaddedRows& rows, NeighborLists& lists, int search_ef, JobContext& ctx) {
     const std::int64_t num_points = static_cast<std::int64_t>(rows.values.size() / rows.stride);
     const int pool = lists.pool();
     const float* base = rows.values.data();
     const std::size_t stride = rows.stride;
     const int ef = std::max(search_ef, pool);
     // Reverse neighbours: the pool nearest points that list each point (keys are
-    // symmetric: a pair's distance is the same float both ways), added by owner ranges.
+    // symmetric: a pair's distance is the same float both ways), inserted from any thread.
     NeighborLists reverse(num_points, pool);
-    {
-        Updates updates(num_points, owners);
-        for (std::int64_t chunk_begin = 0; chunk_begin < num_points; chunk_begin += 8 * kJoinChunk) {
-            const std::int64_t chunk_end = std::min(num_points, chunk_begin + 8 * kJoinChunk);
-            tbb::parallel_for(tbb::blocked_range<std::int64_t>(chunk_begin, chunk_end, kGrain),
-                              [&](const tbb::blocked_range<std::int64_t>& range) {
-                                  ctx.checkpoint();
-                                  auto& buckets = updates.local();
-                                  for (std::int64_t point = range.begin(); point != range.end(); ++point)
-                                      for (int slot = 0; slot < pool; ++slot) {
-                                          const std::uint64_t key = lists.key(point, slot);
-                                          if (key == kEmpty) break;
-                                          const std::int32_t neighbor = entry_index(key);
-                                          const std::uint64_t back = (key & ~std::uint64_t{0xffffffffu}) |
-                                                                     static_cast<std::uint32_t>(point);
-                                          if (back < reverse.worst(neighbor)) updates.propose(buckets, neighbor, back);
-                                      }
-                              });
-            updates.apply(reverse);
+    for_points(num_points, ctx, [&](std::int32_t point) {
+        for (int slot = 0; slot < pool; ++slot) {
+            const std::uint64_t key = lists.key(point, slot);
+            if (key == kEmpty) break;
+            reverse.insert_shared(entry_index(key), (key & ~std::uint64_t{0xffffffffu}) | static_cast<std::uint32_t>(point));
         }
-    }
+    });
     struct Scratch {
         std::vector<std::uint32_t> visited;  // the stamp of the search that last reached each point
         std::uint32_t stamp = 0;
@@ -472,43 +466,33 @@ NnDescentCandidates nn_descent(const DenseMatrix<float>& points, int num_dims, c
     // Initial graph: every leaf of every tree searched by brute force.
     NeighborLists lists(num_points, pool);
     const float* base = rows.values.data();
+    const int owners = std::max(1, tbb::this_task_arena::max_concurrency());
     std::vector<std::pair<int, std::int64_t>> leaf_tasks;
     for (int tree = 0; tree < params.num_trees; ++tree)
         for (std::size_t leaf = 0; leaf + 1 < tree_leaves[static_cast<std::size_t>(tree)].size(); ++leaf)
             leaf_tasks.emplace_back(tree, static_cast<std::int64_t>(leaf));
-    const int owners = std::max(1, tbb::this_task_arena::max_concurrency());
-    Updates updates(num_points, owners);
-    // Proposes left <-> right at `distance` where it can enter.
-    const auto propose_pair = [&](auto& buckets, std::int32_t left, std::int32_t right, float distance) {
-        const std::uint64_t to_left = entry_key(distance, right);
-        if (to_left < lists.worst(left)) updates.propose(buckets, left, to_left);
-        const std::uint64_t to_right = entry_key(distance, left);
-        if (to_right < lists.worst(right)) updates.propose(buckets, right, to_right);
-    };
-    for (std::size_t chunk_begin = 0; chunk_begin < leaf_tasks.size(); chunk_begin += kLeafChunk) {
-        const std::size_t chunk_end = std::min(leaf_tasks.size(), chunk_begin + kLeafChunk);
-        tbb::parallel_for(tbb::blocked_range<std::size_t>(chunk_begin, chunk_end, 16), [&](const tbb::blocked_range<std::size_t>& range) {
-            ctx.checkpoint();
-            auto& buckets = updates.local();
-            float distances[kMaxList];
-            for (std::size_t task = range.begin(); task != range.end(); ++task) {
-                const auto [tree, leaf] = leaf_tasks[task];
-                const auto& leaves = tree_leaves[static_cast<std::size_t>(tree)];
-                const std::int32_t* members =
-                    tree_orders[static_cast<std::size_t>(tree)].data() + leaves[static_cast<std::size_t>(leaf)];
-                const auto size = static_cast<std::size_t>(leaves[static_cast<std::size_t>(leaf) + 1] -
-                                                           leaves[static_cast<std::size_t>(leaf)]);
-                for (std::size_t first = 0; first + 1 < size; ++first) {
-                    const std::int32_t point = members[first];
-                    const std::size_t count = size - first - 1;
-                    l2_padded_many(rows.row(point), base, stride, members + first + 1, count, distances);
-                    for (std::size_t item = 0; item < count; ++item)
-                        propose_pair(buckets, point, members[first + 1 + item], distances[item]);
+    tbb::parallel_for(tbb::blocked_range<std::size_t>(0, leaf_tasks.size(), 16), [&](const tbb::blocked_range<std::size_t>& range) {
+        ctx.checkpoint();
+        float distances[kMaxList];
+        for (std::size_t task = range.begin(); task != range.end(); ++task) {
+            const auto [tree, leaf] = leaf_tasks[task];
+            const auto& leaves = tree_leaves[static_cast<std::size_t>(tree)];
+            const std::int32_t* members =
+                tree_orders[static_cast<std::size_t>(tree)].data() + leaves[static_cast<std::size_t>(leaf)];
+            const auto size = static_cast<std::size_t>(leaves[static_cast<std::size_t>(leaf) + 1] -
+                                                       leaves[static_cast<std::size_t>(leaf)]);
+            for (std::size_t first = 0; first + 1 < size; ++first) {
+                const std::int32_t point = members[first];
+                const std::size_t count = size - first - 1;
+                l2_padded_many(rows.row(point), base, stride, members + first + 1, count, distances);
+                for (std::size_t item = 0; item < count; ++item) {
+                    const std::int32_t other = members[first + 1 + item];
+                    lists.insert_shared(point, entry_key(distances[item], other));
+                    lists.insert_shared(other, entry_key(distances[item], point));
                 }
             }
-        });
-        updates.apply(lists);
-    }
+        }
+    });
     tree_orders.clear();
     tree_leaves.clear();
     // Lists the leaves left short (small leaves) are filled with random points, as
@@ -584,46 +568,41 @@ NnDescentCandidates nn_descent(const DenseMatrix<float>& points, int num_dims, c
                     std::find(sampled, sampled + count, entry_index(lists.key(point, slot))) != sampled + count)
                     flags[slot] = NeighborLists::kOld;
         });
-        // Local join: new x new and new x old pairs of every point's candidates.
-        for (std::int64_t chunk_begin = 0; chunk_begin < num_points; chunk_begin += kJoinChunk) {
-            const std::int64_t chunk_end = std::min(num_points, chunk_begin + kJoinChunk);
-            tbb::parallel_for(tbb::blocked_range<std::int64_t>(chunk_begin, chunk_end, 64),
-                              [&](const tbb::blocked_range<std::int64_t>& range) {
-                ctx.checkpoint();
-                auto& buckets = updates.local();
-                std::int32_t joined[2 * kMaxCandidates];
-                std::uint64_t worst[2 * kMaxCandidates];  // each candidate's last key, read once
-                float distances[2 * kMaxCandidates];
-                for (std::int64_t point = range.begin(); point != range.end(); ++point) {
-                    const int num_new = new_candidates.get(point, joined);
-                    if (num_new == 0) continue;
-                    const int num_old = old_candidates.get(point, joined + num_new);
-                    const int total = num_new + num_old;
-                    for (int item = 0; item < total; ++item) worst[item] = lists.worst(joined[item]);
-                    for (int first = 0; first < num_new; ++first) {
-                        const std::int32_t left = joined[first];
-                        const auto count = static_cast<std::size_t>(total - first - 1);
-                        l2_padded_many(rows.row(left), base, stride, joined + first + 1, count, distances);
-                        for (std::size_t item = 0; item < count; ++item) {
-                            const auto other = static_cast<std::size_t>(first + 1) + item;
-                            const std::int32_t right = joined[other];
-                            if (right == left) continue;
-                            const std::uint64_t to_left = entry_key(distances[item], right);
-                            if (to_left < worst[first]) updates.propose(buckets, left, to_left);
-                            const std::uint64_t to_right = entry_key(distances[item], left);
-                            if (to_right < worst[other]) updates.propose(buckets, right, to_right);
-                        }
+        // Local join: new x new and new x old pairs of every point's candidates, each
+        // pair offered to both its points at once.
+        tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, num_points, 64), [&](const tbb::blocked_range<std::int64_t>& range) {
+            ctx.checkpoint();
+            std::int32_t joined[2 * kMaxCandidates];
+            std::uint64_t worst[2 * kMaxCandidates];  // each candidate's last key, read once
+            float distances[2 * kMaxCandidates];
+            for (std::int64_t point = range.begin(); point != range.end(); ++point) {
+                const int num_new = new_candidates.get(point, joined);
+                if (num_new == 0) continue;
+                const int num_old = old_candidates.get(point, joined + num_new);
+                const int total = num_new + num_old;
+                for (int item = 0; item < total; ++item) worst[item] = lists.worst_shared(joined[item]);
+                for (int first = 0; first < num_new; ++first) {
+                    const std::int32_t left = joined[first];
+                    const auto count = static_cast<std::size_t>(total - first - 1);
+                    l2_padded_many(rows.row(left), base, stride, joined + first + 1, count, distances);
+                    for (std::size_t item = 0; item < count; ++item) {
+                        const auto other = static_cast<std::size_t>(first + 1) + item;
+                        const std::int32_t right = joined[other];
+                        if (right == left) continue;
+                        const std::uint64_t to_left = entry_key(distances[item], right);
+                        if (to_left < worst[first]) lists.insert_shared(left, to_left);
+                        const std::uint64_t to_right = entry_key(distances[item], left);
+                        if (to_right < worst[other]) lists.insert_shared(right, to_right);
                     }
                 }
-            });
-            updates.apply(lists);
-        }
+            }
+        });
         const std::int64_t changed = lists.settle_inserted();
         result.iterations = round + 1;
         ctx.report((0.25 + 0.75 * static_cast<double>(round + 1) / params.max_iterations) * kSearchShare);
         if (changed <= threshold) break;
     }
-    if (params.search_ef > 0) graph_search(rows, lists, params.search_ef, owners, ctx);
+    if (params.search_ef > 0) graph_search(rows, lists, params.search_ef, ctx);
 
     // Exact squared distances (double, from the float coordinates) of the kept
     // neighbours, on the renumbered rows (neighbours sit close in memory), back in input rows.
@@ -633,11 +612,7 @@ NnDescentCandidates nn_descent(const DenseMatrix<float>& points, int num_dims, c
     for_points(num_points, ctx, [&](std::int32_t point) {
         const std::size_t out = static_cast<std::size_t>(original[static_cast<std::size_t>(point)]) * pool;
         std::int32_t neighbors[kMaxList];
-        int count = 0;
-        while (count < pool && lists.key(point, count) != kEmpty) {
-            neighbors[count] = entry_index(lists.key(point, count));
-            ++count;
-        }
+        const int count = list_indices(lists, point, neighbors);
         exact_sq_distances(rows.row(point), base, stride, num_dims, neighbors, count, result.sq_distances.data() + out);
         for (int slot = 0; slot < count; ++slot)
             result.indices[out + static_cast<std::size_t>(slot)] = original[static_cast<std::size_t>(neighbors[slot])];
