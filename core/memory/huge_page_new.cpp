@@ -10,7 +10,9 @@
 // microseconds on a virtual machine. Smaller blocks and everything else go to malloc
 // unchanged (oneTBB's scalable allocator where the executable links its proxy). Every
 // block is released with free(), whichever path made it. FATHOM_HUGE_PAGES=0 in the
-// environment turns the huge-page path off.
+// environment turns the huge-page path off. Sanitizer builds keep the sanitizer's own
+// operator new (it checks that new and delete pair up).
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
 #include <sys/mman.h>
 
 #include <cstdlib>
@@ -68,3 +70,5 @@ void operator delete(void* block, std::size_t) noexcept { std::free(block); }
 void operator delete[](void* block, std::size_t) noexcept { std::free(block); }
 void operator delete(void* block, const std::nothrow_t&) noexcept { std::free(block); }
 void operator delete[](void* block, const std::nothrow_t&) noexcept { std::free(block); }
+
+#endif  // sanitizers

@@ -42,6 +42,9 @@ bool has_flag(const std::string& flags, const std::string& flag) {
 }
 
 TEST(HugePageNew, LargeBlocksAreAlignedAndAdvisedForHugePages) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+    GTEST_SKIP() << "sanitizer builds keep the sanitizer's operator new";
+#endif
     if (const char* value = std::getenv("FATHOM_HUGE_PAGES"); value != nullptr && value[0] == '0')
         GTEST_SKIP() << "FATHOM_HUGE_PAGES=0 turns the huge-page path off";
     std::vector<double> large(std::size_t{3} << 20);  // 24 MiB
