@@ -1,6 +1,8 @@
 #pragma once
-/// Squared euclidean distance for the HNSW index on rows padded to a multiple of
-/// kL2Lanes floats (zeros in the padding), with SIMD clones chosen at run time.
+/// Distance kernels of the approximate kNN searches, with SIMD clones chosen at run time:
+/// squared euclidean distances on rows padded to a multiple of kL2Lanes floats (zeros in
+/// the padding; HNSW, NN-descent, IVF refinement), dot-product tiles against packed point
+/// blocks with their screen (IVF search), and double-precision distances for re-ranking.
 #include <cstddef>
 #include <cstdint>
 
@@ -24,6 +26,24 @@ float l2_padded(const void* a, const void* b, const void* param);
 void l2_padded_many(const float* query, const float* base, std::size_t stride, const std::int32_t* rows,
                     std::size_t count, float* out);
 
+/// Columns of a packed point block (dot_tile): blocks are padded to a multiple.
+inline constexpr std::size_t kDotTileWidth = 16;
+
+/// Dot products of `rows` (1 to 4) query rows with a packed block of points:
+/// products[r * width + j] = sum over k < dims of queries[r][k] * packed[k * width + j],
+/// for j < width (a multiple of kDotTileWidth). The packed block
+/// holds the points as columns (dims x width, row-major), so the inner loop runs over
+/// points and every query coordinate is used for kDotTileWidth points at once (the
+/// micro-kernel of a GEMM). Summed over k in order without multiply-add contraction:
+/// every SIMD clone gives the same bits.
+void dot_tile(const float* const* queries, std::size_t rows, const float* packed, std::size_t width, std::size_t dims,
+              float* products);
+
+/// The columns c < width (a multiple of kDotTileWidth) of a dot_tile row whose screen
+/// key sq_norms[c] - 2 dots[c] is <= threshold, ascending, into out; returns the count.
+/// Columns are tested kDotTileWidth at a time, branch-free.
+std::size_t columns_below(const float* sq_norms, const float* dots, std::size_t width, float threshold, std::int32_t* out);
+
 /// Squared euclidean distance in double from float coordinates, summed over the
 /// num_dims coordinates in order: the reference value every neighbour list is sorted
 /// by (sklearn's euclidean_distances upcasts float32 to float64 the same way).
@@ -35,5 +55,11 @@ inline double exact_sq_distance(const float* a, const float* b, int num_dims) no
     }
     return sum;
 }
+
+/// Squared distances in double from `query` to rows[i] (i < count) of the padded rows at
+/// `base`: for each pair the sum over the num_dims coordinates in order, as
+/// exact_sq_distance computes it (the same bits), four pairs at a time.
+void exact_sq_distances(const float* query, const float* base, std::size_t stride, int num_dims,
+                        const std::int32_t* rows, int count, double* out);
 
 }  // namespace fathom::detail

@@ -275,38 +275,6 @@ private:
     std::vector<std::uint64_t> m_keys;
 };
 
-/// Squared distances in double from `query` to rows[i] (i < count) of the padded rows at
-/// `base`: for each pair the sum over the num_dims coordinates in order, as knn.cpp's
-/// exact_sq_distance (l2_kernel.hpp) computes it (the same bits), four pairs at a time.
-void exact_sq_distances(const float* query, const float* base, std::size_t stride, int num_dims,
-                        const std::int32_t* rows, int count, double* out) noexcept {
-    int item = 0;
-    for (; item + 4 <= count; item += 4) {
-        const float* row0 = base + static_cast<std::size_t>(rows[item]) * stride;
-        const float* row1 = base + static_cast<std::size_t>(rows[item + 1]) * stride;
-        const float* row2 = base + static_cast<std::size_t>(rows[item + 2]) * stride;
-        const float* row3 = base + static_cast<std::size_t>(rows[item + 3]) * stride;
-        double sum0 = 0.0, sum1 = 0.0, sum2 = 0.0, sum3 = 0.0;
-        for (int dim = 0; dim < num_dims; ++dim) {
-            const double value = query[dim];
-            const double difference0 = value - static_cast<double>(row0[dim]);
-            const double difference1 = value - static_cast<double>(row1[dim]);
-            const double difference2 = value - static_cast<double>(row2[dim]);
-            const double difference3 = value - static_cast<double>(row3[dim]);
-            sum0 += difference0 * difference0;
-            sum1 += difference1 * difference1;
-            sum2 += difference2 * difference2;
-            sum3 += difference3 * difference3;
-        }
-        out[item] = sum0;
-        out[item + 1] = sum1;
-        out[item + 2] = sum2;
-        out[item + 3] = sum3;
-    }
-    for (; item < count; ++item)
-        out[item] = exact_sq_distance(query, base + static_cast<std::size_t>(rows[item]) * stride, num_dims);
-}
-
 template <typename Body>
 void for_points(std::int64_t num_points, JobContext& ctx, const Body& body) {
     tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, num_points, kGrain),
