@@ -4,9 +4,10 @@
 //   build/bench/bench_umap --h5ad FILE [--obsm X_pca] [--neighbors 15] [--repeats 3]
 //       [--threads T] [--deterministic] [--graph-cache FILE] [--epochs E] [--no-spectral]
 //       [--random-init] [--hnsw-m M] [--ef-construction E] [--ef E] [--trustworthiness SAMPLE]
-//       [--method auto|exact|hnsw|nndescent] [--nnd-trees T] [--nnd-leaf L] [--nnd-extra X]
+//       [--method auto|exact|hnsw|nndescent|ivf] [--nnd-trees T] [--nnd-leaf L] [--nnd-extra X]
 //       [--nnd-candidates C] [--nnd-iterations I] [--nnd-delta D] [--nnd-search-ef E]
-//       [--recall-sample S] [--knn-only] [--tie-recall N]
+//       [--recall-sample S] [--knn-only] [--tie-recall N] [--ivf-cluster-size S] [--ivf-probes P]
+//       [--ivf-refine R] [--ivf-extra X]
 //   build/bench/bench_umap --synthetic CELLS [--neighbors 15] [--epochs E] [--random-init] ...
 // (--random-init and --epochs time the SGD alone; minima are printed next to the medians
 // since on a shared machine the minimum is the figure least disturbed by other load.)
@@ -204,7 +205,11 @@ std::optional<Args> parse(int argc, char** argv, int& exit_code) {
     app.add_option("--ef-construction", args.knn.hnsw_ef_construction, "HNSW build beam")->capture_default_str();
     app.add_option("--ef", args.knn.hnsw_ef, "HNSW search beam")->capture_default_str();
     std::string method = fathom::knn_method_name(args.knn.method);
-    app.add_option("--method", method, "kNN method")->capture_default_str()->check(CLI::IsMember({"auto", "exact", "hnsw", "nndescent"}));
+    app.add_option("--method", method, "kNN method")->capture_default_str()->check(CLI::IsMember({"auto", "exact", "hnsw", "nndescent", "ivf"}));
+    app.add_option("--ivf-cluster-size", args.knn.ivf_cluster_size, "IVF mean cells per cluster")->capture_default_str();
+    app.add_option("--ivf-probes", args.knn.ivf_probes, "IVF clusters probed per cell")->capture_default_str();
+    app.add_option("--ivf-refine", args.knn.ivf_refine_rounds, "IVF refinement passes")->capture_default_str();
+    app.add_option("--ivf-extra", args.knn.ivf_extra, "IVF extra list entries")->capture_default_str();
     app.add_option("--nnd-trees", args.knn.nndescent_trees, "NN-descent trees (0 = automatic)")->capture_default_str();
     app.add_option("--nnd-leaf", args.knn.nndescent_leaf_size, "NN-descent leaf size")->capture_default_str();
     app.add_option("--nnd-extra", args.knn.nndescent_extra, "NN-descent extra list entries")->capture_default_str();

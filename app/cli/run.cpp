@@ -123,7 +123,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
         ->default_str("0");
     command->add_option("--neighbors", args->neighbors, "compute the kNN graph with this many neighbours (e.g. 15)");
     command->add_option("--knn-method", args->settings.knn_method,
-                        "kNN search: auto (exact below 8192 cells, else nndescent), exact, nndescent or hnsw")
+                        "kNN search: auto (exact below 8192 cells, else ivf), exact, ivf, nndescent or hnsw")
         ->check(CLI::Validator(
             [](std::string& name) {
                 // parse_knn_method's message minus its "--knn-method: " prefix, which CLI11 adds.
@@ -135,7 +135,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
                     return std::string(error.what()).substr(option.size() + 2);
                 }
             },
-            "auto|exact|nndescent|hnsw"))
+            "auto|exact|ivf|nndescent|hnsw"))
         ->default_str(defaults.knn_method);
     command->add_flag("--umap", args->umap, "compute UMAP (needs --neighbors)");
     command->add_option("--umap-components", args->settings.umap_components,

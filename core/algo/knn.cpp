@@ -3,7 +3,6 @@
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
 
-#include <Eigen/Core>
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -17,6 +16,7 @@
 
 #include <hnswlib/hnswlib.h>
 
+#include "core/algo/ivf_knn.hpp"
 #include "core/algo/l2_kernel.hpp"
 #include "core/algo/nn_descent.hpp"
 #include "core/data/ShardedCsr.hpp"
@@ -25,8 +25,6 @@
 namespace fathom {
 
 namespace {
-
-using RowMatrixF = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
 constexpr std::int64_t kQueryBlock = 128;   // queries per task (tile rows)
 constexpr std::int64_t kPointBlock = 2048;  // points per tile (tile columns)
@@ -67,36 +65,66 @@ void brute_force_row(const DenseMatrix<float>& points, int num_dims, int num_nei
 
 /// The float copy the screen works on: the first num_dims columns, centred in double
 /// (distances do not change; smaller norms mean less cancellation in
-/// ||q||^2 + ||x||^2 - 2 q.x), with their squared norms.
+/// ||q||^2 + ||x||^2 - 2 q.x), as rows (the queries) and packed in blocks of
+/// kPointBlock points for detail::dot_tile (dims x width per block, one column per
+/// point; the last block padded with zero columns whose key is infinite).
 struct Screen {
-    RowMatrixF centred;
+    std::size_t num_dims = 0;
+    std::vector<float> rows;         ///< centred rows, num_dims floats each
+    std::vector<float> packed;       ///< the blocks, block b at b * kPointBlock * num_dims
     std::vector<float> sq_norms;     ///< ||x||^2 of the centred rows
-    std::vector<float> lower_norms;  ///< ||x||^2 (1 - c u): keys become lower bounds (see exact_search)
+    /// ||x||^2 (1 - c u) per packed column (infinite in the padding): keys become lower
+    /// bounds (see exact_search).
+    std::vector<float> lower_norms;
+    const float* row(std::int64_t cell) const noexcept { return rows.data() + static_cast<std::size_t>(cell) * num_dims; }
 };
 
+std::size_t padded_columns(std::int64_t count) noexcept {
+    return (static_cast<std::size_t>(count) + detail::kDotTileWidth - 1) / detail::kDotTileWidth * detail::kDotTileWidth;
+}
+
 Screen make_screen(const DenseMatrix<float>& points, int num_dims, double error_factor) {
+    static_assert(kPointBlock % detail::kDotTileWidth == 0, "full blocks need no padding");
     const std::int64_t num_cells = points.rows();
-    std::vector<double> mean(static_cast<std::size_t>(num_dims), 0.0);
+    const auto dims = static_cast<std::size_t>(num_dims);
+    std::vector<double> mean(dims, 0.0);
     for (std::int64_t cell = 0; cell < num_cells; ++cell) {
         const auto row = points.row(cell);
-        for (int dim = 0; dim < num_dims; ++dim) mean[static_cast<std::size_t>(dim)] += row[static_cast<std::size_t>(dim)];
+        for (std::size_t dim = 0; dim < dims; ++dim) mean[dim] += row[dim];
     }
     for (auto& value : mean) value /= static_cast<double>(std::max<std::int64_t>(num_cells, 1));
     Screen screen;
-    screen.centred.resize(num_cells, num_dims);
+    screen.num_dims = dims;
+    screen.rows.resize(static_cast<std::size_t>(num_cells) * dims);
     screen.sq_norms.resize(static_cast<std::size_t>(num_cells));
-    screen.lower_norms.resize(static_cast<std::size_t>(num_cells));
-    for (std::int64_t cell = 0; cell < num_cells; ++cell) {
-        const auto row = points.row(cell);
-        double norm = 0.0;
-        for (int dim = 0; dim < num_dims; ++dim) {
-            const auto value = static_cast<float>(row[static_cast<std::size_t>(dim)] - mean[static_cast<std::size_t>(dim)]);
-            screen.centred(cell, dim) = value;
-            norm += static_cast<double>(value) * value;
+    const std::int64_t full_blocks = num_cells / kPointBlock;
+    const std::size_t total_columns =
+        static_cast<std::size_t>(full_blocks * kPointBlock) + padded_columns(num_cells - full_blocks * kPointBlock);
+    screen.packed.assign(total_columns * dims, 0.0f);
+    screen.lower_norms.assign(total_columns, std::numeric_limits<float>::infinity());
+    tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, (num_cells + kPointBlock - 1) / kPointBlock, 1),
+                      [&](const tbb::blocked_range<std::int64_t>& blocks) {
+        for (std::int64_t block = blocks.begin(); block != blocks.end(); ++block) {
+            const std::int64_t begin = block * kPointBlock;
+            const std::int64_t count = std::min(kPointBlock, num_cells - begin);
+            const std::size_t width = padded_columns(count);
+            float* packed = screen.packed.data() + static_cast<std::size_t>(begin) * dims;
+            for (std::int64_t column = 0; column < count; ++column) {
+                const std::int64_t cell = begin + column;
+                const auto row = points.row(cell);
+                float* centred = screen.rows.data() + static_cast<std::size_t>(cell) * dims;
+                double norm = 0.0;
+                for (std::size_t dim = 0; dim < dims; ++dim) {
+                    const auto value = static_cast<float>(row[dim] - mean[dim]);
+                    centred[dim] = value;
+                    packed[dim * width + static_cast<std::size_t>(column)] = value;
+                    norm += static_cast<double>(value) * value;
+                }
+                screen.sq_norms[static_cast<std::size_t>(cell)] = static_cast<float>(norm);
+                screen.lower_norms[static_cast<std::size_t>(cell)] = static_cast<float>(norm * (1.0 - error_factor));
+            }
         }
-        screen.sq_norms[static_cast<std::size_t>(cell)] = static_cast<float>(norm);
-        screen.lower_norms[static_cast<std::size_t>(cell)] = static_cast<float>(norm * (1.0 - error_factor));
-    }
+    });
     return screen;
 }
 
@@ -135,36 +163,47 @@ std::int64_t exact_search(const DenseMatrix<float>& points, int num_dims, int nu
     const std::int64_t num_blocks = (num_queries + kQueryBlock - 1) / kQueryBlock;
 
     tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, num_blocks, 1), [&](const tbb::blocked_range<std::int64_t>& range) {
-        RowMatrixF query_block;
-        RowMatrixF tile;
+        std::vector<float> products(4 * static_cast<std::size_t>(kPointBlock));
+        std::vector<std::int32_t> selected(static_cast<std::size_t>(kPointBlock));
         std::vector<std::vector<std::pair<float, std::int32_t>>> heaps;
         std::vector<Candidate> candidates;
         for (std::int64_t block = range.begin(); block != range.end(); ++block) {
             ctx.checkpoint();
             const std::int64_t first = block * kQueryBlock;
             const std::int64_t count = std::min(kQueryBlock, num_queries - first);
-            query_block.resize(count, num_dims);
-            for (std::int64_t row = 0; row < count; ++row) query_block.row(row) = screen.centred.row(queries[first + row]);
             heaps.assign(static_cast<std::size_t>(count), {});
             for (auto& heap : heaps) heap.reserve(static_cast<std::size_t>(keep));
             for (std::int64_t point_begin = 0; point_begin < num_cells; point_begin += kPointBlock) {
-                const std::int64_t point_count = std::min(kPointBlock, num_cells - point_begin);
-                tile.resize(count, point_count);
-                tile.noalias() = query_block * screen.centred.middleRows(point_begin, point_count).transpose();
-                for (std::int64_t row = 0; row < count; ++row) {
-                    auto& heap = heaps[static_cast<std::size_t>(row)];
-                    const float* products = tile.row(row).data();
-                    const float* norms = screen.lower_norms.data() + point_begin;
-                    // The screen key ||x||^2 - 2 q.x orders points like the distance (||q||^2 is constant).
-                    for (std::int64_t column = 0; column < point_count; ++column) {
-                        const float key = norms[column] - 2.0f * products[column];
-                        if (static_cast<std::int64_t>(heap.size()) < keep) {
-                            heap.emplace_back(key, static_cast<std::int32_t>(point_begin + column));
-                            std::push_heap(heap.begin(), heap.end());
-                        } else if (key < heap.front().first) {
-                            std::pop_heap(heap.begin(), heap.end());
-                            heap.back() = {key, static_cast<std::int32_t>(point_begin + column)};
-                            std::push_heap(heap.begin(), heap.end());
+                const std::size_t width = padded_columns(std::min(kPointBlock, num_cells - point_begin));
+                const float* packed = screen.packed.data() + static_cast<std::size_t>(point_begin) * screen.num_dims;
+                const float* norms = screen.lower_norms.data() + point_begin;
+                for (std::int64_t quad = 0; quad < count; quad += 4) {
+                    const auto rows = static_cast<std::size_t>(std::min<std::int64_t>(4, count - quad));
+                    const float* query_rows[4];
+                    for (std::size_t row = 0; row < rows; ++row) query_rows[row] = screen.row(queries[first + quad + static_cast<std::int64_t>(row)]);
+                    detail::dot_tile(query_rows, rows, packed, width, screen.num_dims, products.data());
+                    for (std::size_t row = 0; row < rows; ++row) {
+                        auto& heap = heaps[static_cast<std::size_t>(quad) + row];
+                        const float* dots = products.data() + row * width;
+                        // The screen key ||x||^2 - 2 q.x orders points like the distance
+                        // (||q||^2 is constant); only keys that can enter the heap are
+                        // looked at (the padding's infinite keys never can).
+                        const float threshold = static_cast<std::int64_t>(heap.size()) < keep
+                                                    ? std::numeric_limits<float>::max()
+                                                    : heap.front().first;
+                        const std::size_t passed = detail::columns_below(norms, dots, width, threshold, selected.data());
+                        for (std::size_t item = 0; item < passed; ++item) {
+                            const auto column = static_cast<std::size_t>(selected[item]);
+                            const float key = norms[column] - 2.0f * dots[column];
+                            const auto cell = static_cast<std::int32_t>(point_begin + static_cast<std::int64_t>(column));
+                            if (static_cast<std::int64_t>(heap.size()) < keep) {
+                                heap.emplace_back(key, cell);
+                                std::push_heap(heap.begin(), heap.end());
+                            } else if (key < heap.front().first) {
+                                std::pop_heap(heap.begin(), heap.end());
+                                heap.back() = {key, cell};
+                                std::push_heap(heap.begin(), heap.end());
+                            }
                         }
                     }
                 }
@@ -293,26 +332,12 @@ void hnsw_search(const DenseMatrix<float>& points, int num_dims, const KnnOption
     }
 }
 
-/// Approximate search by NN-descent over all points, then every cell's kept candidates
-/// re-ranked by the double-precision distance (the contract of exact_neighbors); a cell
-/// left with too few candidates gets a brute-force row. The graph is built once for all
-/// cells, and each partition's rows depend on that graph only.
-int nndescent_search(const DenseMatrix<float>& points, int num_dims, const KnnOptions& options, int num_neighbors,
-                     KnnGraph& graph, JobContext& ctx) {
+/// Every cell's candidates (`found`, from nn_descent or ivf_knn) re-ranked by the
+/// double-precision distance (the contract of exact_neighbors); a cell left with too
+/// few candidates gets a brute-force row. Each partition's rows depend on `found` only.
+void rerank(const DenseMatrix<float>& points, int num_dims, const KnnOptions& options, int num_neighbors,
+            const detail::NnDescentCandidates& found, KnnGraph& graph, JobContext& ctx) {
     const std::int64_t num_cells = points.rows();
-    detail::NnDescentParams params;
-    params.pool = static_cast<int>(std::min<std::int64_t>(num_neighbors - 1 + options.nndescent_extra, num_cells - 1));
-    // pynndescent 0.5 NNDescent.__init__: n_trees = min(64, 5 + int(round(n ** 0.25 / 2.0))).
-    params.num_trees = options.nndescent_trees > 0
-                           ? options.nndescent_trees
-                           : std::min(64, 5 + static_cast<int>(std::lround(std::pow(static_cast<double>(num_cells), 0.25) / 2.0)));
-    params.leaf_size = options.nndescent_leaf_size;
-    params.max_candidates = options.nndescent_max_candidates;
-    params.max_iterations = options.nndescent_iterations;
-    params.delta = options.nndescent_delta;
-    params.search_ef = options.nndescent_search_ef;
-    params.seed = options.seed;
-    const detail::NnDescentCandidates found = detail::nn_descent(points, num_dims, params, ctx);
     const int pool = found.pool;
     std::atomic<std::int64_t> queries_done{0};
     for (const RowRange& partition : split_rows_evenly(num_cells, options.num_partitions)) {
@@ -338,6 +363,47 @@ int nndescent_search(const DenseMatrix<float>& points, int num_dims, const KnnOp
                               ctx.report(0.9 + 0.1 * static_cast<double>(done) / static_cast<double>(num_cells));
                           });
     }
+}
+
+/// The list length of an approximate search: num_neighbors - 1 plus `extra` entries.
+int search_pool(int extra, int num_neighbors, std::int64_t num_cells) {
+    return static_cast<int>(std::min<std::int64_t>(num_neighbors - 1 + extra, num_cells - 1));
+}
+
+/// Approximate search by NN-descent over all points, then re-ranked. The graph is built
+/// once for all cells.
+int nndescent_search(const DenseMatrix<float>& points, int num_dims, const KnnOptions& options, int num_neighbors,
+                     KnnGraph& graph, JobContext& ctx) {
+    const std::int64_t num_cells = points.rows();
+    detail::NnDescentParams params;
+    params.pool = search_pool(options.nndescent_extra, num_neighbors, num_cells);
+    // pynndescent 0.5 NNDescent.__init__: n_trees = min(64, 5 + int(round(n ** 0.25 / 2.0))).
+    params.num_trees = options.nndescent_trees > 0
+                           ? options.nndescent_trees
+                           : std::min(64, 5 + static_cast<int>(std::lround(std::pow(static_cast<double>(num_cells), 0.25) / 2.0)));
+    params.leaf_size = options.nndescent_leaf_size;
+    params.max_candidates = options.nndescent_max_candidates;
+    params.max_iterations = options.nndescent_iterations;
+    params.delta = options.nndescent_delta;
+    params.search_ef = options.nndescent_search_ef;
+    params.seed = options.seed;
+    const detail::NnDescentCandidates found = detail::nn_descent(points, num_dims, params, ctx);
+    rerank(points, num_dims, options, num_neighbors, found, graph, ctx);
+    return found.iterations;
+}
+
+/// Approximate search by the inverted-file search of ivf_knn, then re-ranked.
+int ivf_search(const DenseMatrix<float>& points, int num_dims, const KnnOptions& options, int num_neighbors,
+               KnnGraph& graph, JobContext& ctx) {
+    detail::IvfParams params;
+    params.pool = search_pool(options.ivf_extra, num_neighbors, points.rows());
+    params.cluster_size = options.ivf_cluster_size;
+    params.probes = options.ivf_probes;
+    params.refine_rounds = options.ivf_refine_rounds;
+    params.refine_fanout = std::max(1, num_neighbors - 1);
+    params.seed = options.seed;
+    const detail::NnDescentCandidates found = detail::ivf_knn(points, num_dims, params, ctx);
+    rerank(points, num_dims, options, num_neighbors, found, graph, ctx);
     return found.iterations;
 }
 
@@ -356,14 +422,15 @@ const char* knn_method_name(KnnMethod method) noexcept {
         case KnnMethod::Exact: return "exact";
         case KnnMethod::Hnsw: return "hnsw";
         case KnnMethod::NnDescent: return "nndescent";
+        case KnnMethod::Ivf: return "ivf";
     }
     return "?";
 }
 
 KnnMethod parse_knn_method(const std::string& name, const std::string& what) {
-    for (const auto method : {KnnMethod::Auto, KnnMethod::Exact, KnnMethod::Hnsw, KnnMethod::NnDescent})
+    for (const auto method : {KnnMethod::Auto, KnnMethod::Exact, KnnMethod::Hnsw, KnnMethod::NnDescent, KnnMethod::Ivf})
         if (name == knn_method_name(method)) return method;
-    throw std::invalid_argument(what + ": unknown kNN method '" + name + "' (auto, exact, hnsw or nndescent)");
+    throw std::invalid_argument(what + ": unknown kNN method '" + name + "' (auto, exact, hnsw, nndescent or ivf)");
 }
 
 void validate(const KnnOptions& options, std::int64_t num_cells, std::int64_t num_dims) {
@@ -397,6 +464,14 @@ void validate(const KnnOptions& options, std::int64_t num_cells, std::int64_t nu
     if (options.nndescent_search_ef < 0 || options.nndescent_search_ef > detail::kNnDescentMaxSearchEf)
         fail("nndescent_search_ef must be in [0, " + std::to_string(detail::kNnDescentMaxSearchEf) + "], got " +
              std::to_string(options.nndescent_search_ef));
+    if (options.ivf_cluster_size < 1) fail("ivf_cluster_size must be >= 1, got " + std::to_string(options.ivf_cluster_size));
+    if (options.ivf_probes < 1 || options.ivf_probes > detail::kIvfMaxProbes)
+        fail("ivf_probes must be in [1, " + std::to_string(detail::kIvfMaxProbes) + "], got " + std::to_string(options.ivf_probes));
+    if (options.ivf_refine_rounds < 0) fail("ivf_refine_rounds must be >= 0, got " + std::to_string(options.ivf_refine_rounds));
+    if (options.ivf_extra < 0) fail("ivf_extra must be >= 0, got " + std::to_string(options.ivf_extra));
+    if (static_cast<std::int64_t>(options.num_neighbors) - 1 + options.ivf_extra > detail::kNnDescentMaxList)
+        fail("ivf_extra: num_neighbors - 1 + ivf_extra must be <= " + std::to_string(detail::kNnDescentMaxList) + ", got " +
+             std::to_string(static_cast<std::int64_t>(options.num_neighbors) - 1 + options.ivf_extra));
     if (options.num_partitions < 1) fail("num_partitions must be >= 1, got " + std::to_string(options.num_partitions));
     if (options.recall_sample < 0) fail("recall_sample must be >= 0");
     if (num_cells < 2) throw std::invalid_argument("nearest_neighbors: need at least 2 cells, got " + std::to_string(num_cells));
@@ -454,7 +529,7 @@ KnnResult nearest_neighbors(const DenseMatrix<float>& points, const KnnOptions& 
     KnnResult result;
     result.num_dims = num_dims;
     result.method_used = options.method == KnnMethod::Auto
-                             ? (num_cells < options.exact_below ? KnnMethod::Exact : KnnMethod::NnDescent)
+                             ? (num_cells < options.exact_below ? KnnMethod::Exact : KnnMethod::Ivf)
                              : options.method;
     KnnGraph& graph = result.graph;
     graph.num_cells = num_cells;
@@ -462,7 +537,7 @@ KnnResult nearest_neighbors(const DenseMatrix<float>& points, const KnnOptions& 
     graph.indices.resize(static_cast<std::size_t>(num_cells) * static_cast<std::size_t>(num_neighbors));
     graph.distances.resize(graph.indices.size());
 
-    if (options.method != KnnMethod::Hnsw && options.method != KnnMethod::NnDescent && options.accelerated_exact &&
+    if ((options.method == KnnMethod::Auto || options.method == KnnMethod::Exact) && options.accelerated_exact &&
         options.accelerated_exact(points, num_dims, graph, ctx)) {
         result.method_used = KnnMethod::Exact;
         result.recall = 1.0;
@@ -484,6 +559,8 @@ KnnResult nearest_neighbors(const DenseMatrix<float>& points, const KnnOptions& 
 
     if (result.method_used == KnnMethod::NnDescent)
         result.nndescent_iterations = nndescent_search(points, num_dims, options, num_neighbors, graph, ctx);
+    else if (result.method_used == KnnMethod::Ivf)
+        ivf_search(points, num_dims, options, num_neighbors, graph, ctx);
     else
         hnsw_search(points, num_dims, options, num_neighbors, graph, ctx);
     result.recall = std::numeric_limits<double>::quiet_NaN();

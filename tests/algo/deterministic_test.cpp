@@ -1,6 +1,6 @@
 // The deterministic settings of the neighbours step and UMAP on real data: from one
 // PCA (scanpy's X_pca of neurons10k, 10,000 cells, so Auto picks the approximate
-// NN-descent search), any number of query partitions (devices) and threads gives a
+// IVF search), any number of query partitions (devices) and threads gives a
 // bit-identical kNN graph and fuzzy graph, and UMAP's deterministic SGD a bit-identical
 // embedding.
 #include <gtest/gtest.h>
@@ -48,7 +48,7 @@ TEST(Deterministic, NeighborsAndUmapOfRealDataAreBitIdenticalAcrossPartitionsAnd
     ASSERT_GE(points.rows(), KnnOptions{}.exact_below) << "the approximate search must be the one tested";
 
     const Outcome reference = run(points, 1, 1);
-    EXPECT_EQ(reference.graph.knn.method_used, KnnMethod::NnDescent);
+    EXPECT_EQ(reference.graph.knn.method_used, KnnMethod::Ivf);
     EXPECT_GE(reference.graph.knn.recall, 0.99);
     for (const float value : reference.embedding.values()) ASSERT_TRUE(std::isfinite(value));
     const struct {

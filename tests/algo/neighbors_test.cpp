@@ -108,9 +108,10 @@ TEST(ExactNeighbors, SmallDatasetAdjustsKAsScanpy) {
 TEST(Neighbors, PartitionAndThreadCountDoNotChangeTheResult) {
     const auto points = gaussian_mixture(3000, 16, 8, 5);
     JobContext ctx;
-    for (const auto method : {KnnMethod::Exact, KnnMethod::Hnsw, KnnMethod::NnDescent}) {
+    for (const auto method : {KnnMethod::Exact, KnnMethod::Hnsw, KnnMethod::NnDescent, KnnMethod::Ivf}) {
         KnnOptions options;
         options.method = method;
+        options.ivf_cluster_size = 40;  // 75 clusters, 16 probed: not an exhaustive search
         options.hnsw_parallel_build = false;
         options.recall_sample = 0;
         const auto reference = nearest_neighbors(points, options, ctx);
@@ -343,8 +344,8 @@ TEST_P(ScanpyNeighbors, DistancesAndConnectivitiesMatchScanpy) {
         EXPECT_EQ(result.knn.method_used, KnnMethod::Exact);
         EXPECT_GE(recall, 0.99);
     } else {
-        // scanpy used pynndescent here; ours is NN-descent too.
-        EXPECT_EQ(result.knn.method_used, KnnMethod::NnDescent);
+        // scanpy used pynndescent here; ours is the IVF search.
+        EXPECT_EQ(result.knn.method_used, KnnMethod::Ivf);
         EXPECT_GE(recall, 0.95);
         KnnOptions exact = options.knn;
         exact.method = KnnMethod::Exact;

@@ -16,6 +16,7 @@
 #include "core/algo/knn.hpp"
 #include "core/algo/nn_descent.hpp"
 #include "core/engine/JobContext.hpp"
+#include "tests/algo/knn_checks.hpp"
 #include "tests/support/npy.hpp"
 #include "tests/support/paths.hpp"
 #include "tests/support/simulate.hpp"
@@ -25,49 +26,9 @@ namespace {
 
 using test::gaussian_mixture;
 
-double sq_distance(const DenseMatrix<float>& points, std::int64_t a, std::int64_t b, int dims) {
-    double sum = 0.0;
-    for (int dim = 0; dim < dims; ++dim) {
-        const double difference = static_cast<double>(points(a, dim)) - static_cast<double>(points(b, dim));
-        sum += difference * difference;
-    }
-    return sum;
-}
-
-/// Recall of every cell against the exact search.
-double full_recall(const DenseMatrix<float>& points, const KnnResult& approximate) {
-    JobContext ctx;
-    KnnOptions exact;
-    exact.method = KnnMethod::Exact;
-    exact.num_neighbors = approximate.graph.num_neighbors;
-    const auto truth = nearest_neighbors(points, exact, ctx);
-    std::vector<std::int64_t> all(static_cast<std::size_t>(points.rows()));
-    std::iota(all.begin(), all.end(), 0);
-    return knn_recall(approximate.graph, truth.graph, all);
-}
-
-/// Self first at 0, then the others sorted by (distance, index) with distances equal to
-/// the double-precision distance stored as float; no repeats.
-void expect_contract(const DenseMatrix<float>& points, const KnnGraph& graph, int dims) {
-    for (std::int64_t cell = 0; cell < graph.num_cells; ++cell) {
-        const auto indices = graph.neighbors(cell);
-        const auto distances = graph.neighbor_distances(cell);
-        ASSERT_EQ(indices[0], cell);
-        ASSERT_EQ(distances[0], 0.0f);
-        std::set<std::int32_t> seen(indices.begin(), indices.end());
-        ASSERT_EQ(seen.size(), indices.size()) << "repeated neighbour of cell " << cell;
-        double previous = -1.0;
-        std::int32_t previous_index = -1;
-        for (std::size_t rank = 1; rank < indices.size(); ++rank) {
-            const double exact = sq_distance(points, cell, indices[rank], dims);
-            ASSERT_EQ(distances[rank], static_cast<float>(std::sqrt(exact))) << "cell " << cell << " rank " << rank;
-            ASSERT_TRUE(exact > previous || (exact == previous && indices[rank] > previous_index))
-                << "cell " << cell << " not sorted at rank " << rank;
-            previous = exact;
-            previous_index = indices[rank];
-        }
-    }
-}
+using test::expect_knn_contract;
+using test::full_recall;
+using test::sq_distance;
 
 TEST(NnDescent, RecallOnClusteredDataAndResultContract) {
     const auto points = gaussian_mixture(20000, 30, 12, 11);
@@ -83,7 +44,7 @@ TEST(NnDescent, RecallOnClusteredDataAndResultContract) {
                 result.nndescent_iterations);
     EXPECT_GE(recall, 0.99);
     EXPECT_NEAR(result.recall, recall, 0.01);
-    expect_contract(points, result.graph, 30);
+    expect_knn_contract(points, result.graph, 30);
 }
 
 TEST(NnDescent, RecallOnRealDataAboveTheExactThreshold) {
@@ -92,13 +53,14 @@ TEST(NnDescent, RecallOnRealDataAboveTheExactThreshold) {
     const DenseMatrix<float> points = test::read_npy_float_matrix(path);
     ASSERT_GE(points.rows(), KnnOptions{}.exact_below);
     JobContext ctx;
-    const auto result = nearest_neighbors(points, KnnOptions{}, ctx);  // Auto
-    EXPECT_EQ(result.method_used, KnnMethod::NnDescent);
+    KnnOptions options;
+    options.method = KnnMethod::NnDescent;
+    const auto result = nearest_neighbors(points, options, ctx);
     const double recall = full_recall(points, result);
     std::printf("[nndescent] neurons10k %lld x %lld: recall %.5f, %d rounds\n", static_cast<long long>(points.rows()),
                 static_cast<long long>(points.cols()), recall, result.nndescent_iterations);
     EXPECT_GE(recall, 0.99);
-    expect_contract(points, result.graph, static_cast<int>(points.cols()));
+    expect_knn_contract(points, result.graph, static_cast<int>(points.cols()));
 }
 
 TEST(NnDescent, BitIdenticalAcrossThreadsAndPartitions) {
@@ -155,7 +117,7 @@ TEST(NnDescent, GraphSearchRaisesTheRecallOfAStalledGraphAndStaysDeterministic) 
                 refined_recall);
     EXPECT_LT(plain_recall, 0.9);
     EXPECT_GE(refined_recall, plain_recall + 0.05);
-    expect_contract(points, refined.graph, 40);
+    expect_knn_contract(points, refined.graph, 40);
     for (const int partitions : {1, 3}) {
         const tbb::global_control two(tbb::global_control::max_allowed_parallelism, 2);
         options.num_partitions = partitions;
@@ -212,7 +174,7 @@ TEST(NnDescent, DuplicatePointsAndAShortLeafStillFillEveryRow) {
     options.nndescent_leaf_size = 8;
     options.nndescent_trees = 1;
     const auto result = nearest_neighbors(points, options, ctx);
-    expect_contract(points, result.graph, 8);
+    expect_knn_contract(points, result.graph, 8);
     for (std::int64_t cell = 1; cell < 600; ++cell) ASSERT_EQ(result.graph.neighbor_distances(cell)[14], 0.0f);
     // Recall of the other cells (among the duplicates any 14 copies are right).
     KnnOptions exact;

@@ -1,4 +1,4 @@
-// PipelineSettings::deterministic: the kNN graph (approximate NN-descent above 8,192 cells)
+// PipelineSettings::deterministic: the kNN graph (approximate IVF search above 8,192 cells)
 // and UMAP are bit-for-bit the same for a seed at any thread count, as written to the
 // h5ad (obsp['connectivities'], obsp['distances'], obsm['X_umap']), and the setting is
 // recorded in uns. (Shard counts: the PCA's reductions over shards round differently

@@ -417,7 +417,7 @@ TEST(Engine, InvalidSettingsAreRejectedNamingTheField) {
         EXPECT_NE(std::string(error.what()).find("PipelineSettings::knn_method"), std::string::npos);
         EXPECT_NE(std::string(error.what()).find("annoy"), std::string::npos);
     }
-    for (const char* method : {"auto", "exact", "nndescent", "hnsw"}) {
+    for (const char* method : {"auto", "exact", "ivf", "nndescent", "hnsw"}) {
         settings.knn_method = method;
         EXPECT_NO_THROW(settings.validate()) << method;
     }

@@ -1,0 +1,469 @@
+#include "core/algo/ivf_knn.hpp"
+
+#include <tbb/blocked_range.h>
+#include <tbb/enumerable_thread_specific.h>
+#include <tbb/parallel_for.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <numeric>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "core/algo/l2_kernel.hpp"
+#include "core/engine/JobContext.hpp"
+
+namespace fathom::detail {
+
+namespace {
+
+constexpr std::size_t kWidth = kDotTileWidth;
+constexpr std::uint64_t kEmpty = std::numeric_limits<std::uint64_t>::max();  // an empty slot (sorts last)
+constexpr float kInfinity = std::numeric_limits<float>::infinity();
+
+std::size_t padded_width(std::size_t count) noexcept { return (count + kWidth - 1) / kWidth * kWidth; }
+
+/// (squared distance, index) as one integer ordered like the pair (the bits of a
+/// non-negative float order like its value).
+std::uint64_t entry_key(float distance, std::int32_t index) noexcept {
+    std::uint32_t bits;
+    std::memcpy(&bits, &distance, sizeof bits);
+    return (static_cast<std::uint64_t>(bits) << 32) | static_cast<std::uint32_t>(index);
+}
+std::int32_t entry_index(std::uint64_t key) noexcept { return static_cast<std::int32_t>(key & 0xffffffffu); }
+float entry_distance(std::uint64_t key) noexcept {
+    const auto bits = static_cast<std::uint32_t>(key >> 32);
+    float distance;
+    std::memcpy(&distance, &bits, sizeof distance);
+    return distance;
+}
+
+/// Inserts `key` into the sorted list of `length` keys unless it is not below the last
+/// (callers offer every index at most once per list).
+void insert_sorted(std::uint64_t* keys, int length, std::uint64_t key) noexcept {
+    if (key >= keys[length - 1]) return;
+    int slot = length - 1;
+    while (slot > 0 && keys[slot - 1] > key) {
+        keys[slot] = keys[slot - 1];
+        --slot;
+    }
+    keys[slot] = key;
+}
+
+/// Rows of padded float coordinates (zeros beyond num_dims), centred.
+struct Rows {
+    std::size_t stride = 0;
+    std::vector<float> values;
+    std::vector<float> sq_norms;
+    const float* row(std::int64_t point) const noexcept { return values.data() + static_cast<std::size_t>(point) * stride; }
+};
+
+/// Points (rows of `rows`, listed in `members`) laid out for dot_tile: dims x width,
+/// one column per member, columns beyond the members zero with an infinite norm (they
+/// never pass a distance test).
+struct PackedBlock {
+    std::size_t width = 0;
+    std::vector<float> values;
+    std::vector<float> sq_norms;
+};
+
+void pack(const Rows& rows, const std::int32_t* members, std::size_t count, std::size_t dims, float* values,
+          float* sq_norms) {
+    const std::size_t width = padded_width(count);
+    for (std::size_t column = 0; column < width; ++column) {
+        if (column < count) {
+            const float* row = rows.row(members[column]);
+            for (std::size_t dim = 0; dim < dims; ++dim) values[dim * width + column] = row[dim];
+            sq_norms[column] = rows.sq_norms[static_cast<std::size_t>(members[column])];
+        } else {
+            for (std::size_t dim = 0; dim < dims; ++dim) values[dim * width + column] = 0.0f;
+            sq_norms[column] = kInfinity;
+        }
+    }
+}
+
+/// For every row of `rows` listed in `queries`, the `top` columns of `block` with the
+/// smallest ||x||^2 - 2 q.x (the nearest centres), nearest first, into out[i * top ...].
+void nearest_columns(const Rows& rows, const std::vector<std::int32_t>& queries, const PackedBlock& block,
+                     std::size_t dims, int top, std::int32_t* out, JobContext& ctx) {
+    const auto num_queries = static_cast<std::int64_t>(queries.size());
+    tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, (num_queries + 3) / 4, 64), [&](const tbb::blocked_range<std::int64_t>& range) {
+        ctx.checkpoint();
+        std::vector<float> products(4 * block.width);
+        std::vector<std::uint64_t> best(static_cast<std::size_t>(top));
+        for (std::int64_t quad = range.begin(); quad != range.end(); ++quad) {
+            const std::int64_t first = quad * 4;
+            const auto count = static_cast<std::size_t>(std::min<std::int64_t>(4, num_queries - first));
+            const float* query_rows[4];
+            for (std::size_t row = 0; row < count; ++row) query_rows[row] = rows.row(queries[static_cast<std::size_t>(first) + row]);
+            dot_tile(query_rows, count, block.values.data(), block.width, dims, products.data());
+            for (std::size_t row = 0; row < count; ++row) {
+                const float* dots = products.data() + row * block.width;
+                std::fill(best.begin(), best.end(), kEmpty);
+                // Keys are ||x||^2 - 2 q.x + ||q||^2 clamped at 0: a squared distance.
+                const float query_norm = rows.sq_norms[static_cast<std::size_t>(queries[static_cast<std::size_t>(first) + row])];
+                float worst = kInfinity;
+                for (std::size_t column = 0; column < block.width; ++column) {
+                    const float distance = query_norm + block.sq_norms[column] - 2.0f * dots[column];
+                    if (!(distance <= worst)) continue;
+                    insert_sorted(best.data(), top, entry_key(std::max(distance, 0.0f), static_cast<std::int32_t>(column)));
+                    if (best[static_cast<std::size_t>(top) - 1] != kEmpty) worst = entry_distance(best[static_cast<std::size_t>(top) - 1]);
+                }
+                std::int32_t* chosen = out + static_cast<std::size_t>(first + static_cast<std::int64_t>(row)) * static_cast<std::size_t>(top);
+                for (int slot = 0; slot < top; ++slot) chosen[slot] = entry_index(best[static_cast<std::size_t>(slot)]);
+            }
+        }
+    });
+}
+
+std::uint64_t mix(std::uint64_t value) noexcept {  // splitmix64's finaliser
+    value += 0x9e3779b97f4a7c15ULL;
+    value = (value ^ (value >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    value = (value ^ (value >> 27)) * 0x94d049bb133111ebULL;
+    return value ^ (value >> 31);
+}
+
+/// Lloyd's k-means on a random sample of the rows; returns num_clusters centres as
+/// rows of the same stride (an empty cluster keeps its centre).
+Rows kmeans(const Rows& rows, std::int64_t num_points, std::size_t dims, int num_clusters, const IvfParams& params,
+            JobContext& ctx) {
+    std::vector<std::int32_t> sample;
+    const std::int64_t sample_size =
+        std::min<std::int64_t>(num_points, static_cast<std::int64_t>(num_clusters) * params.training_per_cluster);
+    {
+        std::vector<std::int32_t> all(static_cast<std::size_t>(num_points));
+        std::iota(all.begin(), all.end(), 0);
+        std::mt19937_64 generator(mix(params.seed ^ 0x6b6d65616e73ULL));
+        // Partial Fisher-Yates: the first sample_size entries are a uniform sample in random order.
+        for (std::int64_t index = 0; index < sample_size; ++index) {
+            const auto other = index + static_cast<std::int64_t>(generator() % static_cast<std::uint64_t>(num_points - index));
+            std::swap(all[static_cast<std::size_t>(index)], all[static_cast<std::size_t>(other)]);
+        }
+        sample.assign(all.begin(), all.begin() + sample_size);
+    }
+    Rows centres;
+    centres.stride = rows.stride;
+    centres.values.assign(static_cast<std::size_t>(num_clusters) * rows.stride, 0.0f);
+    centres.sq_norms.assign(static_cast<std::size_t>(num_clusters), 0.0f);
+    for (int cluster = 0; cluster < num_clusters; ++cluster)
+        std::copy_n(rows.row(sample[static_cast<std::size_t>(cluster)]), rows.stride, centres.values.data() + static_cast<std::size_t>(cluster) * rows.stride);
+    std::vector<std::int32_t> all_centres(static_cast<std::size_t>(num_clusters));
+    std::iota(all_centres.begin(), all_centres.end(), 0);
+    std::vector<std::int32_t> assigned(sample.size());
+    std::vector<double> sums(static_cast<std::size_t>(num_clusters) * dims);
+    std::vector<std::int64_t> counts(static_cast<std::size_t>(num_clusters));
+    PackedBlock block;
+    for (int iteration = 0; iteration < params.kmeans_iterations; ++iteration) {
+        for (int cluster = 0; cluster < num_clusters; ++cluster) {
+            double norm = 0.0;
+            for (std::size_t dim = 0; dim < dims; ++dim) {
+                const double value = centres.row(cluster)[dim];
+                norm += value * value;
+            }
+            centres.sq_norms[static_cast<std::size_t>(cluster)] = static_cast<float>(norm);
+        }
+        block.width = padded_width(static_cast<std::size_t>(num_clusters));
+        block.values.resize(dims * block.width);
+        block.sq_norms.resize(block.width);
+        pack(centres, all_centres.data(), all_centres.size(), dims, block.values.data(), block.sq_norms.data());
+        nearest_columns(rows, sample, block, dims, 1, assigned.data(), ctx);
+        std::fill(sums.begin(), sums.end(), 0.0);
+        std::fill(counts.begin(), counts.end(), 0);
+        for (std::size_t index = 0; index < sample.size(); ++index) {
+            const auto cluster = static_cast<std::size_t>(assigned[index]);
+            const float* row = rows.row(sample[index]);
+            for (std::size_t dim = 0; dim < dims; ++dim) sums[cluster * dims + dim] += row[dim];
+            ++counts[cluster];
+        }
+        for (std::size_t cluster = 0; cluster < static_cast<std::size_t>(num_clusters); ++cluster) {
+            if (counts[cluster] == 0) continue;
+            float* centre = centres.values.data() + cluster * rows.stride;
+            for (std::size_t dim = 0; dim < dims; ++dim)
+                centre[dim] = static_cast<float>(sums[cluster * dims + dim] / static_cast<double>(counts[cluster]));
+        }
+    }
+    for (int cluster = 0; cluster < num_clusters; ++cluster) {
+        double norm = 0.0;
+        for (std::size_t dim = 0; dim < dims; ++dim) {
+            const double value = centres.row(cluster)[dim];
+            norm += value * value;
+        }
+        centres.sq_norms[static_cast<std::size_t>(cluster)] = static_cast<float>(norm);
+    }
+    return centres;
+}
+
+}  // namespace
+
+NnDescentCandidates ivf_knn(const DenseMatrix<float>& points, int num_dims, const IvfParams& params, JobContext& ctx) {
+    const std::int64_t num_points = points.rows();
+    const int pool = params.pool;
+    const auto fail = [](const std::string& problem) { throw std::invalid_argument("ivf_knn: " + problem); };
+    if (num_dims < 1 || num_dims > points.cols()) fail("num_dims out of range");
+    if (num_points < 2 || num_points > std::numeric_limits<std::int32_t>::max()) fail("need 2 to 2^31 - 1 points");
+    if (pool < 1 || pool > kNnDescentMaxList || pool > num_points - 1) fail("pool must be in [1, min(1024, points - 1)]");
+    if (params.cluster_size < 1) fail("cluster_size must be >= 1");
+    if (params.probes < 1 || params.probes > kIvfMaxProbes) fail("probes must be in [1, 256]");
+    if (params.kmeans_iterations < 0 || params.training_per_cluster < 1 || params.refine_rounds < 0 ||
+        params.refine_fanout < 1)
+        fail("kmeans_iterations and refine_rounds must be >= 0, training_per_cluster and refine_fanout >= 1");
+    const auto dims = static_cast<std::size_t>(num_dims);
+
+    // Centred padded rows (distances do not change; smaller norms, less cancellation in
+    // ||q||^2 + ||x||^2 - 2 q.x).
+    Rows input;
+    input.stride = l2_padded_size(dims);
+    {
+        std::vector<double> mean(dims, 0.0);
+        for (std::int64_t point = 0; point < num_points; ++point)
+            for (std::size_t dim = 0; dim < dims; ++dim) mean[dim] += points.row(point)[dim];
+        for (auto& value : mean) value /= static_cast<double>(num_points);
+        input.values.assign(static_cast<std::size_t>(num_points) * input.stride, 0.0f);
+        input.sq_norms.resize(static_cast<std::size_t>(num_points));
+        tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, num_points, 4096), [&](const tbb::blocked_range<std::int64_t>& range) {
+            for (std::int64_t point = range.begin(); point != range.end(); ++point) {
+                float* row = input.values.data() + static_cast<std::size_t>(point) * input.stride;
+                double norm = 0.0;
+                for (std::size_t dim = 0; dim < dims; ++dim) {
+                    row[dim] = static_cast<float>(points.row(point)[dim] - mean[dim]);
+                    norm += static_cast<double>(row[dim]) * row[dim];
+                }
+                input.sq_norms[static_cast<std::size_t>(point)] = static_cast<float>(norm);
+            }
+        });
+    }
+
+    // Clusters, and every point's `probes` nearest.
+    const int num_clusters = static_cast<int>(std::clamp<std::int64_t>(
+        (num_points + params.cluster_size / 2) / params.cluster_size, 1, num_points));
+    const int probes = std::min(params.probes, num_clusters);
+    const Rows centres = kmeans(input, num_points, dims, num_clusters, params, ctx);
+    ctx.report(0.2);
+    std::vector<std::int32_t> probe_lists(static_cast<std::size_t>(num_points) * static_cast<std::size_t>(probes));
+    {
+        PackedBlock block;
+        block.width = padded_width(static_cast<std::size_t>(num_clusters));
+        block.values.resize(dims * block.width);
+        block.sq_norms.resize(block.width);
+        std::vector<std::int32_t> all_centres(static_cast<std::size_t>(num_clusters));
+        std::iota(all_centres.begin(), all_centres.end(), 0);
+        pack(centres, all_centres.data(), all_centres.size(), dims, block.values.data(), block.sq_norms.data());
+        std::vector<std::int32_t> all(static_cast<std::size_t>(num_points));
+        std::iota(all.begin(), all.end(), 0);
+        nearest_columns(input, all, block, dims, probes, probe_lists.data(), ctx);
+    }
+    ctx.report(0.35);
+
+    // Points renumbered by nearest cluster (stable): cluster c holds [begin[c], begin[c + 1]).
+    std::vector<std::int64_t> begin(static_cast<std::size_t>(num_clusters) + 1, 0);
+    for (std::int64_t point = 0; point < num_points; ++point)
+        ++begin[static_cast<std::size_t>(probe_lists[static_cast<std::size_t>(point) * static_cast<std::size_t>(probes)]) + 1];
+    std::partial_sum(begin.begin(), begin.end(), begin.begin());
+    std::vector<std::int32_t> original(static_cast<std::size_t>(num_points));  // new number -> input row
+    {
+        std::vector<std::int64_t> next(begin.begin(), begin.end() - 1);
+        for (std::int64_t point = 0; point < num_points; ++point)
+            original[static_cast<std::size_t>(next[static_cast<std::size_t>(probe_lists[static_cast<std::size_t>(point) * static_cast<std::size_t>(probes)])]++)] =
+                static_cast<std::int32_t>(point);
+    }
+    Rows rows;
+    rows.stride = input.stride;
+    rows.values.resize(input.values.size());
+    rows.sq_norms.resize(input.sq_norms.size());
+    std::vector<std::int32_t> probes_of(probe_lists.size());
+    tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, num_points, 4096), [&](const tbb::blocked_range<std::int64_t>& range) {
+        for (std::int64_t point = range.begin(); point != range.end(); ++point) {
+            const auto from = static_cast<std::size_t>(original[static_cast<std::size_t>(point)]);
+            std::copy_n(input.row(static_cast<std::int64_t>(from)), input.stride, rows.values.data() + static_cast<std::size_t>(point) * rows.stride);
+            rows.sq_norms[static_cast<std::size_t>(point)] = input.sq_norms[from];
+            std::copy_n(probe_lists.data() + from * static_cast<std::size_t>(probes), probes,
+                        probes_of.data() + static_cast<std::size_t>(point) * static_cast<std::size_t>(probes));
+        }
+    });
+    input = Rows{};
+    probe_lists = {};
+
+    // Every cluster packed for dot_tile.
+    std::vector<std::size_t> packed_offset(static_cast<std::size_t>(num_clusters) + 1, 0);  // in columns
+    for (int cluster = 0; cluster < num_clusters; ++cluster)
+        packed_offset[static_cast<std::size_t>(cluster) + 1] =
+            packed_offset[static_cast<std::size_t>(cluster)] +
+            padded_width(static_cast<std::size_t>(begin[static_cast<std::size_t>(cluster) + 1] - begin[static_cast<std::size_t>(cluster)]));
+    std::vector<float> packed(packed_offset.back() * dims);
+    std::vector<float> packed_norms(packed_offset.back());
+    std::vector<std::int32_t> identity(static_cast<std::size_t>(num_points));
+    std::iota(identity.begin(), identity.end(), 0);
+    tbb::parallel_for(0, num_clusters, [&](int cluster) {
+        const auto first = static_cast<std::size_t>(begin[static_cast<std::size_t>(cluster)]);
+        const auto count = static_cast<std::size_t>(begin[static_cast<std::size_t>(cluster) + 1]) - first;
+        pack(rows, identity.data() + first, count, dims, packed.data() + packed_offset[static_cast<std::size_t>(cluster)] * dims,
+             packed_norms.data() + packed_offset[static_cast<std::size_t>(cluster)]);
+    });
+
+    // The search: each task takes the points of one cluster and compares them with the
+    // members of the clusters they probe, cluster by cluster, so every task writes only
+    // its own points' lists.
+    std::vector<std::uint64_t> lists(static_cast<std::size_t>(num_points) * static_cast<std::size_t>(pool), kEmpty);
+    struct Scratch {
+        std::vector<std::vector<std::int32_t>> buckets;  // per cluster: the task's points probing it
+        std::vector<int> touched;
+        std::vector<std::pair<double, int>> order;
+        std::vector<float> products;
+        std::vector<std::int32_t> selected;
+    };
+    tbb::enumerable_thread_specific<Scratch> scratches;
+    tbb::parallel_for(tbb::blocked_range<int>(0, num_clusters, 1), [&](const tbb::blocked_range<int>& range) {
+        ctx.checkpoint();
+        Scratch& scratch = scratches.local();
+        if (scratch.buckets.empty()) scratch.buckets.resize(static_cast<std::size_t>(num_clusters));
+        for (int home = range.begin(); home != range.end(); ++home) {
+            scratch.touched.clear();
+            for (std::int64_t point = begin[static_cast<std::size_t>(home)]; point < begin[static_cast<std::size_t>(home) + 1]; ++point)
+                for (int probe = 0; probe < probes; ++probe) {
+                    const auto cluster = static_cast<std::size_t>(probes_of[static_cast<std::size_t>(point) * static_cast<std::size_t>(probes) + static_cast<std::size_t>(probe)]);
+                    if (scratch.buckets[cluster].empty()) scratch.touched.push_back(static_cast<int>(cluster));
+                    scratch.buckets[cluster].push_back(static_cast<std::int32_t>(point));
+                }
+            // Nearest clusters first (the home cluster, then by centre distance to it):
+            // the lists fill with near points early and later clusters insert little.
+            const float* home_centre = centres.row(home);
+            scratch.order.clear();
+            for (const int cluster : scratch.touched) {
+                double distance = 0.0;
+                for (std::size_t dim = 0; dim < dims; ++dim) {
+                    const double difference = static_cast<double>(centres.row(cluster)[dim]) - home_centre[dim];
+                    distance += difference * difference;
+                }
+                scratch.order.emplace_back(distance, cluster);
+            }
+            std::sort(scratch.order.begin(), scratch.order.end());
+            for (const auto& [centre_distance, cluster] : scratch.order) {
+                auto& bucket = scratch.buckets[static_cast<std::size_t>(cluster)];
+                const std::size_t column_begin = packed_offset[static_cast<std::size_t>(cluster)];
+                const std::size_t width = packed_offset[static_cast<std::size_t>(cluster) + 1] - column_begin;
+                const float* block = packed.data() + column_begin * dims;
+                const float* norms = packed_norms.data() + column_begin;
+                const auto member_begin = static_cast<std::int32_t>(begin[static_cast<std::size_t>(cluster)]);
+                scratch.products.resize(4 * width);
+                for (std::size_t first = 0; first < bucket.size(); first += 4) {
+                    const std::size_t count = std::min<std::size_t>(4, bucket.size() - first);
+                    const float* query_rows[4];
+                    for (std::size_t row = 0; row < count; ++row) query_rows[row] = rows.row(bucket[first + row]);
+                    dot_tile(query_rows, count, block, width, dims, scratch.products.data());
+                    for (std::size_t row = 0; row < count; ++row) {
+                        const std::int32_t query = bucket[first + row];
+                        std::uint64_t* keys = lists.data() + static_cast<std::size_t>(query) * static_cast<std::size_t>(pool);
+                        const float* dots = scratch.products.data() + row * width;
+                        const float query_norm = rows.sq_norms[static_cast<std::size_t>(query)];
+                        float worst = keys[pool - 1] == kEmpty ? kInfinity : entry_distance(keys[pool - 1]);
+                        // Columns that could enter at the list's state now; the list only
+                        // tightens while they are inserted.
+                        scratch.selected.resize(width);
+                        const std::size_t selected =
+                            columns_below(norms, dots, width, worst - query_norm, scratch.selected.data());
+                        for (std::size_t item = 0; item < selected; ++item) {
+                            const auto column = static_cast<std::size_t>(scratch.selected[item]);
+                            const float distance = query_norm + norms[column] - 2.0f * dots[column];
+                            if (!(distance <= worst)) continue;
+                            const std::int32_t other = member_begin + static_cast<std::int32_t>(column);
+                            if (other == query) continue;
+                            insert_sorted(keys, pool, entry_key(std::max(distance, 0.0f), other));
+                            if (keys[pool - 1] != kEmpty) worst = entry_distance(keys[pool - 1]);
+                        }
+                    }
+                }
+                bucket.clear();
+            }
+        }
+    });
+    ctx.report(0.8);
+
+    // Refinement: every list merged with its neighbours' lists (distances by
+    // l2_padded_many, the list's own entries recomputed the same way); each point reads
+    // the lists as they were before the pass.
+    int rounds_run = 0;
+    const int fanout = std::min(params.refine_fanout, pool);
+    for (int round = 0; round < params.refine_rounds; ++round) {
+        struct RefineScratch {
+            std::vector<std::uint32_t> visited;
+            std::uint32_t stamp = 0;
+            std::vector<std::int32_t> candidates;
+            std::vector<float> distances;
+        };
+        tbb::enumerable_thread_specific<RefineScratch> refine_scratches;
+        std::vector<std::uint64_t> refined(lists.size(), kEmpty);
+        tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, num_points, 256), [&](const tbb::blocked_range<std::int64_t>& range) {
+            ctx.checkpoint();
+            RefineScratch& scratch = refine_scratches.local();
+            if (scratch.visited.empty()) scratch.visited.assign(static_cast<std::size_t>(num_points), 0);
+            for (std::int64_t point = range.begin(); point != range.end(); ++point) {
+                if (++scratch.stamp == 0) {
+                    std::fill(scratch.visited.begin(), scratch.visited.end(), 0);
+                    scratch.stamp = 1;
+                }
+                const std::uint32_t stamp = scratch.stamp;
+                const std::uint64_t* own = lists.data() + static_cast<std::size_t>(point) * static_cast<std::size_t>(pool);
+                scratch.candidates.clear();
+                scratch.visited[static_cast<std::size_t>(point)] = stamp;
+                for (int slot = 0; slot < pool && own[slot] != kEmpty; ++slot) {
+                    const std::int32_t neighbor = entry_index(own[slot]);
+                    scratch.visited[static_cast<std::size_t>(neighbor)] = stamp;
+                    scratch.candidates.push_back(neighbor);
+                }
+                const std::size_t direct = std::min<std::size_t>(scratch.candidates.size(), static_cast<std::size_t>(fanout));
+                for (std::size_t item = 0; item < direct; ++item) {
+                    const std::uint64_t* theirs = lists.data() + static_cast<std::size_t>(scratch.candidates[item]) * static_cast<std::size_t>(pool);
+                    for (int slot = 0; slot < fanout && theirs[slot] != kEmpty; ++slot) {
+                        const std::int32_t other = entry_index(theirs[slot]);
+                        if (scratch.visited[static_cast<std::size_t>(other)] == stamp) continue;
+                        scratch.visited[static_cast<std::size_t>(other)] = stamp;
+                        scratch.candidates.push_back(other);
+                    }
+                }
+                scratch.distances.resize(scratch.candidates.size());
+                l2_padded_many(rows.row(point), rows.values.data(), rows.stride, scratch.candidates.data(),
+                               scratch.candidates.size(), scratch.distances.data());
+                std::uint64_t* out = refined.data() + static_cast<std::size_t>(point) * static_cast<std::size_t>(pool);
+                for (std::size_t item = 0; item < scratch.candidates.size(); ++item)
+                    insert_sorted(out, pool, entry_key(scratch.distances[item], scratch.candidates[item]));
+            }
+        });
+        lists.swap(refined);
+        rounds_run = round + 1;
+    }
+    ctx.report(0.9);
+
+    NnDescentCandidates result;
+    result.pool = pool;
+    result.iterations = rounds_run;
+    result.indices.assign(static_cast<std::size_t>(num_points) * static_cast<std::size_t>(pool), -1);
+    result.sq_distances.assign(result.indices.size(), 0.0);
+    // Exact squared distances from the input coordinates (not the centred copy): the same
+    // values every other method reports.
+    tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, num_points, 1024), [&](const tbb::blocked_range<std::int64_t>& range) {
+        std::int32_t neighbors[kNnDescentMaxList];
+        for (std::int64_t point = range.begin(); point != range.end(); ++point) {
+            const auto input_row = static_cast<std::size_t>(original[static_cast<std::size_t>(point)]);
+            const std::uint64_t* keys = lists.data() + static_cast<std::size_t>(point) * static_cast<std::size_t>(pool);
+            int count = 0;
+            while (count < pool && keys[count] != kEmpty) {
+                neighbors[count] = original[static_cast<std::size_t>(entry_index(keys[count]))];
+                ++count;
+            }
+            const std::size_t out = input_row * static_cast<std::size_t>(pool);
+            for (int slot = 0; slot < count; ++slot) {
+                result.indices[out + static_cast<std::size_t>(slot)] = neighbors[slot];
+                result.sq_distances[out + static_cast<std::size_t>(slot)] =
+                    exact_sq_distance(points.row(static_cast<std::int64_t>(input_row)).data(),
+                                      points.row(neighbors[slot]).data(), num_dims);
+            }
+        }
+    });
+    return result;
+}
+
+}  // namespace fathom::detail

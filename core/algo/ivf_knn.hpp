@@ -1,0 +1,41 @@
+#pragma once
+/// Approximate k-nearest-neighbour graph of all points by an inverted-file search
+/// refined on the graph. The points are clustered by k-means (Lloyd, on a sample);
+/// every point is compared, in dense dot-product tiles, with the members of its
+/// `probes` nearest clusters; then every list is improved by its neighbours' neighbours.
+/// Used by nearest_neighbors (KnnMethod::Ivf), which re-ranks the candidates in double.
+#include <cstdint>
+
+#include "core/algo/nn_descent.hpp"
+#include "core/types/DenseMatrix.hpp"
+
+namespace fathom {
+
+class JobContext;
+
+namespace detail {
+
+/// Most clusters an ivf_knn point probes.
+inline constexpr int kIvfMaxProbes = 256;
+
+/// Parameters of ivf_knn (ivf_knn throws std::invalid_argument when out of range).
+struct IvfParams {
+    int pool = 34;                  ///< neighbours kept per point, in [1, min(num_cells - 1, kNnDescentMaxList)]
+    int cluster_size = 256;         ///< mean points per k-means cluster (>= 1): num_cells / cluster_size clusters
+    int probes = 16;                ///< nearest clusters searched per point, in [1, kIvfMaxProbes]
+    int kmeans_iterations = 8;      ///< Lloyd iterations (>= 0)
+    int training_per_cluster = 48;  ///< k-means sample size per cluster (>= 1)
+    int refine_rounds = 1;          ///< neighbours-of-neighbours passes after the search (>= 0)
+    /// Refinement: a list is merged with the first refine_fanout entries of the lists of
+    /// its first refine_fanout neighbours (>= 1; at most pool are used).
+    int refine_fanout = 14;
+    std::uint64_t seed = 0;         ///< k-means sample and initial centres
+};
+
+/// The `pool` approximate nearest neighbours of every row of `points` (first num_dims
+/// columns), euclidean, in the layout nn_descent returns (iterations = refine rounds
+/// run). Deterministic: the result depends on the seed only, not on the threads.
+NnDescentCandidates ivf_knn(const DenseMatrix<float>& points, int num_dims, const IvfParams& params, JobContext& ctx);
+
+}  // namespace detail
+}  // namespace fathom
