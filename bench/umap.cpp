@@ -7,7 +7,7 @@
 //       [--method auto|exact|hnsw|nndescent|ivf] [--nnd-trees T] [--nnd-leaf L] [--nnd-extra X]
 //       [--nnd-candidates C] [--nnd-iterations I] [--nnd-delta D] [--nnd-search-ef E]
 //       [--recall-sample S] [--knn-only] [--tie-recall N] [--ivf-cluster-size S] [--ivf-probes P]
-//       [--ivf-refine R] [--ivf-extra X]
+//       [--ivf-refine R] [--ivf-fanout F] [--ivf-extra X]
 //   build/bench/bench_umap --synthetic CELLS [--neighbors 15] [--epochs E] [--random-init] ...
 // (--random-init and --epochs time the SGD alone; minima are printed next to the medians
 // since on a shared machine the minimum is the figure least disturbed by other load.)
@@ -209,6 +209,7 @@ std::optional<Args> parse(int argc, char** argv, int& exit_code) {
     app.add_option("--ivf-cluster-size", args.knn.ivf_cluster_size, "IVF mean cells per cluster")->capture_default_str();
     app.add_option("--ivf-probes", args.knn.ivf_probes, "IVF clusters probed per cell")->capture_default_str();
     app.add_option("--ivf-refine", args.knn.ivf_refine_rounds, "IVF refinement passes")->capture_default_str();
+    app.add_option("--ivf-fanout", args.knn.ivf_refine_fanout, "IVF refinement fan-out")->capture_default_str();
     app.add_option("--ivf-extra", args.knn.ivf_extra, "IVF extra list entries")->capture_default_str();
     app.add_option("--nnd-trees", args.knn.nndescent_trees, "NN-descent trees (0 = automatic)")->capture_default_str();
     app.add_option("--nnd-leaf", args.knn.nndescent_leaf_size, "NN-descent leaf size")->capture_default_str();

@@ -8,10 +8,12 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <numeric>
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/algo/l2_kernel.hpp"
@@ -24,6 +26,31 @@ namespace {
 constexpr std::size_t kWidth = kDotTileWidth;
 constexpr std::uint64_t kEmpty = std::numeric_limits<std::uint64_t>::max();  // an empty slot (sorts last)
 constexpr float kInfinity = std::numeric_limits<float>::infinity();
+constexpr std::size_t kScreenSpan = kWidth;  // columns screened at once against a list's bound
+
+/// An allocator whose default construction leaves trivial values uninitialised, so that
+/// a buffer's pages are first touched (faulted in and zeroed by the kernel) by the
+/// parallel loops that fill it rather than by one thread in resize.
+template <class T>
+struct Uninitialized : std::allocator<T> {
+    template <class U>
+    struct rebind {
+        using other = Uninitialized<U>;
+    };
+    Uninitialized() = default;
+    template <class U>
+    explicit Uninitialized(const Uninitialized<U>&) noexcept {}
+    template <class U>
+    void construct(U* place) noexcept {
+        ::new (static_cast<void*>(place)) U;
+    }
+    template <class U, class... Args>
+    void construct(U* place, Args&&... args) {
+        ::new (static_cast<void*>(place)) U(std::forward<Args>(args)...);
+    }
+};
+template <class T>
+using Buffer = std::vector<T, Uninitialized<T>>;
 
 std::size_t padded_width(std::size_t count) noexcept { return (count + kWidth - 1) / kWidth * kWidth; }
 
@@ -57,7 +84,7 @@ void insert_sorted(std::uint64_t* keys, int length, std::uint64_t key) noexcept 
 /// Rows of padded float coordinates (zeros beyond num_dims), centred.
 struct Rows {
     std::size_t stride = 0;
-    std::vector<float> values;
+    Buffer<float> values;
     std::vector<float> sq_norms;
     const float* row(std::int64_t point) const noexcept { return values.data() + static_cast<std::size_t>(point) * stride; }
 };
@@ -67,7 +94,7 @@ struct Rows {
 /// never pass a distance test).
 struct PackedBlock {
     std::size_t width = 0;
-    std::vector<float> values;
+    Buffer<float> values;
     std::vector<float> sq_norms;
 };
 
@@ -95,6 +122,7 @@ void nearest_columns(const Rows& rows, const std::vector<std::int32_t>& queries,
         ctx.checkpoint();
         std::vector<float> products(4 * block.width);
         std::vector<std::uint64_t> best(static_cast<std::size_t>(top));
+        std::vector<std::int32_t> selected(kScreenSpan);
         for (std::int64_t quad = range.begin(); quad != range.end(); ++quad) {
             const std::int64_t first = quad * 4;
             const auto count = static_cast<std::size_t>(std::min<std::int64_t>(4, num_queries - first));
@@ -107,11 +135,21 @@ void nearest_columns(const Rows& rows, const std::vector<std::int32_t>& queries,
                 // Keys are ||x||^2 - 2 q.x + ||q||^2 clamped at 0: a squared distance.
                 const float query_norm = rows.sq_norms[static_cast<std::size_t>(queries[static_cast<std::size_t>(first) + row])];
                 float worst = kInfinity;
-                for (std::size_t column = 0; column < block.width; ++column) {
-                    const float distance = query_norm + block.sq_norms[column] - 2.0f * dots[column];
-                    if (!(distance <= worst)) continue;
-                    insert_sorted(best.data(), top, entry_key(std::max(distance, 0.0f), static_cast<std::int32_t>(column)));
-                    if (best[static_cast<std::size_t>(top) - 1] != kEmpty) worst = entry_distance(best[static_cast<std::size_t>(top) - 1]);
+                // Screened a span at a time, so that the list's bound tightens between
+                // spans and most columns are rejected branch-free (the padding's
+                // infinite norms never pass).
+                for (std::size_t start = 0; start < block.width; start += kScreenSpan) {
+                    const std::size_t span = std::min(kScreenSpan, block.width - start);
+                    const float threshold = worst == kInfinity ? std::numeric_limits<float>::max() : worst - query_norm;
+                    const std::size_t passed =
+                        columns_below(block.sq_norms.data() + start, dots + start, span, threshold, selected.data());
+                    for (std::size_t item = 0; item < passed; ++item) {
+                        const std::size_t column = start + static_cast<std::size_t>(selected[item]);
+                        const float distance = query_norm + block.sq_norms[column] - 2.0f * dots[column];
+                        if (!(distance <= worst)) continue;
+                        insert_sorted(best.data(), top, entry_key(std::max(distance, 0.0f), static_cast<std::int32_t>(column)));
+                        if (best[static_cast<std::size_t>(top) - 1] != kEmpty) worst = entry_distance(best[static_cast<std::size_t>(top) - 1]);
+                    }
                 }
                 std::int32_t* chosen = out + static_cast<std::size_t>(first + static_cast<std::int64_t>(row)) * static_cast<std::size_t>(top);
                 for (int slot = 0; slot < top; ++slot) chosen[slot] = entry_index(best[static_cast<std::size_t>(slot)]);
@@ -222,7 +260,7 @@ NnDescentCandidates ivf_knn(const DenseMatrix<float>& points, int num_dims, cons
         for (std::int64_t point = 0; point < num_points; ++point)
             for (std::size_t dim = 0; dim < dims; ++dim) mean[dim] += points.row(point)[dim];
         for (auto& value : mean) value /= static_cast<double>(num_points);
-        input.values.assign(static_cast<std::size_t>(num_points) * input.stride, 0.0f);
+        input.values.resize(static_cast<std::size_t>(num_points) * input.stride);
         input.sq_norms.resize(static_cast<std::size_t>(num_points));
         tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, num_points, 4096), [&](const tbb::blocked_range<std::int64_t>& range) {
             for (std::int64_t point = range.begin(); point != range.end(); ++point) {
@@ -232,6 +270,7 @@ NnDescentCandidates ivf_knn(const DenseMatrix<float>& points, int num_dims, cons
                     row[dim] = static_cast<float>(points.row(point)[dim] - mean[dim]);
                     norm += static_cast<double>(row[dim]) * row[dim];
                 }
+                std::fill(row + dims, row + input.stride, 0.0f);
                 input.sq_norms[static_cast<std::size_t>(point)] = static_cast<float>(norm);
             }
         });
@@ -243,7 +282,7 @@ NnDescentCandidates ivf_knn(const DenseMatrix<float>& points, int num_dims, cons
     const int probes = std::min(params.probes, num_clusters);
     const Rows centres = kmeans(input, num_points, dims, num_clusters, params, ctx);
     ctx.report(0.2);
-    std::vector<std::int32_t> probe_lists(static_cast<std::size_t>(num_points) * static_cast<std::size_t>(probes));
+    Buffer<std::int32_t> probe_lists(static_cast<std::size_t>(num_points) * static_cast<std::size_t>(probes));
     {
         PackedBlock block;
         block.width = padded_width(static_cast<std::size_t>(num_clusters));
@@ -274,7 +313,7 @@ NnDescentCandidates ivf_knn(const DenseMatrix<float>& points, int num_dims, cons
     rows.stride = input.stride;
     rows.values.resize(input.values.size());
     rows.sq_norms.resize(input.sq_norms.size());
-    std::vector<std::int32_t> probes_of(probe_lists.size());
+    Buffer<std::int32_t> probes_of(probe_lists.size());
     tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, num_points, 4096), [&](const tbb::blocked_range<std::int64_t>& range) {
         for (std::int64_t point = range.begin(); point != range.end(); ++point) {
             const auto from = static_cast<std::size_t>(original[static_cast<std::size_t>(point)]);
@@ -293,8 +332,8 @@ NnDescentCandidates ivf_knn(const DenseMatrix<float>& points, int num_dims, cons
         packed_offset[static_cast<std::size_t>(cluster) + 1] =
             packed_offset[static_cast<std::size_t>(cluster)] +
             padded_width(static_cast<std::size_t>(begin[static_cast<std::size_t>(cluster) + 1] - begin[static_cast<std::size_t>(cluster)]));
-    std::vector<float> packed(packed_offset.back() * dims);
-    std::vector<float> packed_norms(packed_offset.back());
+    Buffer<float> packed(packed_offset.back() * dims);
+    Buffer<float> packed_norms(packed_offset.back());
     std::vector<std::int32_t> identity(static_cast<std::size_t>(num_points));
     std::iota(identity.begin(), identity.end(), 0);
     tbb::parallel_for(0, num_clusters, [&](int cluster) {
@@ -307,7 +346,7 @@ NnDescentCandidates ivf_knn(const DenseMatrix<float>& points, int num_dims, cons
     // The search: each task takes the points of one cluster and compares them with the
     // members of the clusters they probe, cluster by cluster, so every task writes only
     // its own points' lists.
-    std::vector<std::uint64_t> lists(static_cast<std::size_t>(num_points) * static_cast<std::size_t>(pool), kEmpty);
+    Buffer<std::uint64_t> lists(static_cast<std::size_t>(num_points) * static_cast<std::size_t>(pool));
     struct Scratch {
         std::vector<std::vector<std::int32_t>> buckets;  // per cluster: the task's points probing it
         std::vector<int> touched;
@@ -321,6 +360,8 @@ NnDescentCandidates ivf_knn(const DenseMatrix<float>& points, int num_dims, cons
         Scratch& scratch = scratches.local();
         if (scratch.buckets.empty()) scratch.buckets.resize(static_cast<std::size_t>(num_clusters));
         for (int home = range.begin(); home != range.end(); ++home) {
+            std::fill(lists.begin() + begin[static_cast<std::size_t>(home)] * pool,
+                      lists.begin() + begin[static_cast<std::size_t>(home) + 1] * pool, kEmpty);
             scratch.touched.clear();
             for (std::int64_t point = begin[static_cast<std::size_t>(home)]; point < begin[static_cast<std::size_t>(home) + 1]; ++point)
                 for (int probe = 0; probe < probes; ++probe) {
@@ -395,7 +436,7 @@ NnDescentCandidates ivf_knn(const DenseMatrix<float>& points, int num_dims, cons
             std::vector<float> distances;
         };
         tbb::enumerable_thread_specific<RefineScratch> refine_scratches;
-        std::vector<std::uint64_t> refined(lists.size(), kEmpty);
+        Buffer<std::uint64_t> refined(lists.size());
         tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, num_points, 256), [&](const tbb::blocked_range<std::int64_t>& range) {
             ctx.checkpoint();
             RefineScratch& scratch = refine_scratches.local();
@@ -428,6 +469,7 @@ NnDescentCandidates ivf_knn(const DenseMatrix<float>& points, int num_dims, cons
                 l2_padded_many(rows.row(point), rows.values.data(), rows.stride, scratch.candidates.data(),
                                scratch.candidates.size(), scratch.distances.data());
                 std::uint64_t* out = refined.data() + static_cast<std::size_t>(point) * static_cast<std::size_t>(pool);
+                std::fill_n(out, pool, kEmpty);
                 for (std::size_t item = 0; item < scratch.candidates.size(); ++item)
                     insert_sorted(out, pool, entry_key(scratch.distances[item], scratch.candidates[item]));
             }
@@ -455,12 +497,10 @@ NnDescentCandidates ivf_knn(const DenseMatrix<float>& points, int num_dims, cons
                 ++count;
             }
             const std::size_t out = input_row * static_cast<std::size_t>(pool);
-            for (int slot = 0; slot < count; ++slot) {
-                result.indices[out + static_cast<std::size_t>(slot)] = neighbors[slot];
-                result.sq_distances[out + static_cast<std::size_t>(slot)] =
-                    exact_sq_distance(points.row(static_cast<std::int64_t>(input_row)).data(),
-                                      points.row(neighbors[slot]).data(), num_dims);
-            }
+            std::copy_n(neighbors, count, result.indices.data() + out);
+            exact_sq_distances(points.row(static_cast<std::int64_t>(input_row)).data(), points.data(),
+                               static_cast<std::size_t>(points.cols()), num_dims, neighbors, count,
+                               result.sq_distances.data() + out);
         }
     });
     return result;

@@ -28,7 +28,7 @@ struct IvfParams {
     int refine_rounds = 1;          ///< neighbours-of-neighbours passes after the search (>= 0)
     /// Refinement: a list is merged with the first refine_fanout entries of the lists of
     /// its first refine_fanout neighbours (>= 1; at most pool are used).
-    int refine_fanout = 14;
+    int refine_fanout = 10;
     std::uint64_t seed = 0;         ///< k-means sample and initial centres
 };
 

@@ -65,18 +65,29 @@ void brute_force_row(const DenseMatrix<float>& points, int num_dims, int num_nei
 
 /// The float copy the screen works on: the first num_dims columns, centred in double
 /// (distances do not change; smaller norms mean less cancellation in
-/// ||q||^2 + ||x||^2 - 2 q.x), as rows (the queries) and packed in blocks of
-/// kPointBlock points for detail::dot_tile (dims x width per block, one column per
-/// point; the last block padded with zero columns whose key is infinite).
+/// ||q||^2 + ||x||^2 - 2 q.x), packed in blocks of kPointBlock points for
+/// detail::dot_tile (dims x width per block, one column per point; the last block padded
+/// with zero columns whose key is infinite). Written by parallel tasks, block by block,
+/// so that the pages are first touched in parallel.
 struct Screen {
     std::size_t num_dims = 0;
-    std::vector<float> rows;         ///< centred rows, num_dims floats each
-    std::vector<float> packed;       ///< the blocks, block b at b * kPointBlock * num_dims
-    std::vector<float> sq_norms;     ///< ||x||^2 of the centred rows
+    std::vector<double> mean;
+    std::unique_ptr<float[]> packed;  ///< the blocks, block b at b * kPointBlock * num_dims
     /// ||x||^2 (1 - c u) per packed column (infinite in the padding): keys become lower
     /// bounds (see exact_search).
     std::vector<float> lower_norms;
-    const float* row(std::int64_t cell) const noexcept { return rows.data() + static_cast<std::size_t>(cell) * num_dims; }
+
+    /// Row `cell` centred into out[0, num_dims); returns its squared norm (in double, of
+    /// the float values: the norm the packed column's key was made from).
+    double centre(const DenseMatrix<float>& points, std::int64_t cell, float* out) const noexcept {
+        const auto row = points.row(cell);
+        double norm = 0.0;
+        for (std::size_t dim = 0; dim < num_dims; ++dim) {
+            out[dim] = static_cast<float>(row[dim] - mean[dim]);
+            norm += static_cast<double>(out[dim]) * out[dim];
+        }
+        return norm;
+    }
 };
 
 std::size_t padded_columns(std::int64_t count) noexcept {
@@ -86,42 +97,39 @@ std::size_t padded_columns(std::int64_t count) noexcept {
 Screen make_screen(const DenseMatrix<float>& points, int num_dims, double error_factor) {
     static_assert(kPointBlock % detail::kDotTileWidth == 0, "full blocks need no padding");
     const std::int64_t num_cells = points.rows();
-    const auto dims = static_cast<std::size_t>(num_dims);
-    std::vector<double> mean(dims, 0.0);
+    Screen screen;
+    screen.num_dims = static_cast<std::size_t>(num_dims);
+    const std::size_t dims = screen.num_dims;
+    screen.mean.assign(dims, 0.0);
     for (std::int64_t cell = 0; cell < num_cells; ++cell) {
         const auto row = points.row(cell);
-        for (std::size_t dim = 0; dim < dims; ++dim) mean[dim] += row[dim];
+        for (std::size_t dim = 0; dim < dims; ++dim) screen.mean[dim] += row[dim];
     }
-    for (auto& value : mean) value /= static_cast<double>(std::max<std::int64_t>(num_cells, 1));
-    Screen screen;
-    screen.num_dims = dims;
-    screen.rows.resize(static_cast<std::size_t>(num_cells) * dims);
-    screen.sq_norms.resize(static_cast<std::size_t>(num_cells));
+    for (auto& value : screen.mean) value /= static_cast<double>(std::max<std::int64_t>(num_cells, 1));
     const std::int64_t full_blocks = num_cells / kPointBlock;
     const std::size_t total_columns =
         static_cast<std::size_t>(full_blocks * kPointBlock) + padded_columns(num_cells - full_blocks * kPointBlock);
-    screen.packed.assign(total_columns * dims, 0.0f);
-    screen.lower_norms.assign(total_columns, std::numeric_limits<float>::infinity());
+    screen.packed = std::make_unique_for_overwrite<float[]>(total_columns * dims);
+    screen.lower_norms.resize(total_columns);
     tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, (num_cells + kPointBlock - 1) / kPointBlock, 1),
                       [&](const tbb::blocked_range<std::int64_t>& blocks) {
+        std::vector<float> centred(dims);
         for (std::int64_t block = blocks.begin(); block != blocks.end(); ++block) {
             const std::int64_t begin = block * kPointBlock;
             const std::int64_t count = std::min(kPointBlock, num_cells - begin);
             const std::size_t width = padded_columns(count);
-            float* packed = screen.packed.data() + static_cast<std::size_t>(begin) * dims;
-            for (std::int64_t column = 0; column < count; ++column) {
-                const std::int64_t cell = begin + column;
-                const auto row = points.row(cell);
-                float* centred = screen.rows.data() + static_cast<std::size_t>(cell) * dims;
-                double norm = 0.0;
-                for (std::size_t dim = 0; dim < dims; ++dim) {
-                    const auto value = static_cast<float>(row[dim] - mean[dim]);
-                    centred[dim] = value;
-                    packed[dim * width + static_cast<std::size_t>(column)] = value;
-                    norm += static_cast<double>(value) * value;
+            float* packed = screen.packed.get() + static_cast<std::size_t>(begin) * dims;
+            for (std::size_t column = 0; column < width; ++column) {
+                const auto cell = begin + static_cast<std::int64_t>(column);
+                float& lower_norm = screen.lower_norms[static_cast<std::size_t>(cell)];
+                if (static_cast<std::int64_t>(column) < count) {
+                    const double norm = screen.centre(points, cell, centred.data());
+                    for (std::size_t dim = 0; dim < dims; ++dim) packed[dim * width + column] = centred[dim];
+                    lower_norm = static_cast<float>(norm * (1.0 - error_factor));
+                } else {
+                    for (std::size_t dim = 0; dim < dims; ++dim) packed[dim * width + column] = 0.0f;
+                    lower_norm = std::numeric_limits<float>::infinity();
                 }
-                screen.sq_norms[static_cast<std::size_t>(cell)] = static_cast<float>(norm);
-                screen.lower_norms[static_cast<std::size_t>(cell)] = static_cast<float>(norm * (1.0 - error_factor));
             }
         }
     });
@@ -165,6 +173,8 @@ std::int64_t exact_search(const DenseMatrix<float>& points, int num_dims, int nu
     tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, num_blocks, 1), [&](const tbb::blocked_range<std::int64_t>& range) {
         std::vector<float> products(4 * static_cast<std::size_t>(kPointBlock));
         std::vector<std::int32_t> selected(static_cast<std::size_t>(kPointBlock));
+        std::vector<float> query_block(static_cast<std::size_t>(kQueryBlock) * screen.num_dims);  // centred rows
+        std::vector<double> query_norms(static_cast<std::size_t>(kQueryBlock));
         std::vector<std::vector<std::pair<float, std::int32_t>>> heaps;
         std::vector<Candidate> candidates;
         for (std::int64_t block = range.begin(); block != range.end(); ++block) {
@@ -173,14 +183,18 @@ std::int64_t exact_search(const DenseMatrix<float>& points, int num_dims, int nu
             const std::int64_t count = std::min(kQueryBlock, num_queries - first);
             heaps.assign(static_cast<std::size_t>(count), {});
             for (auto& heap : heaps) heap.reserve(static_cast<std::size_t>(keep));
+            for (std::int64_t row = 0; row < count; ++row)
+                query_norms[static_cast<std::size_t>(row)] =
+                    screen.centre(points, queries[first + row], query_block.data() + static_cast<std::size_t>(row) * screen.num_dims);
             for (std::int64_t point_begin = 0; point_begin < num_cells; point_begin += kPointBlock) {
                 const std::size_t width = padded_columns(std::min(kPointBlock, num_cells - point_begin));
-                const float* packed = screen.packed.data() + static_cast<std::size_t>(point_begin) * screen.num_dims;
+                const float* packed = screen.packed.get() + static_cast<std::size_t>(point_begin) * screen.num_dims;
                 const float* norms = screen.lower_norms.data() + point_begin;
                 for (std::int64_t quad = 0; quad < count; quad += 4) {
                     const auto rows = static_cast<std::size_t>(std::min<std::int64_t>(4, count - quad));
                     const float* query_rows[4];
-                    for (std::size_t row = 0; row < rows; ++row) query_rows[row] = screen.row(queries[first + quad + static_cast<std::int64_t>(row)]);
+                    for (std::size_t row = 0; row < rows; ++row)
+                        query_rows[row] = query_block.data() + (static_cast<std::size_t>(quad) + row) * screen.num_dims;
                     detail::dot_tile(query_rows, rows, packed, width, screen.num_dims, products.data());
                     for (std::size_t row = 0; row < rows; ++row) {
                         auto& heap = heaps[static_cast<std::size_t>(quad) + row];
@@ -222,7 +236,7 @@ std::int64_t exact_search(const DenseMatrix<float>& points, int num_dims, int nu
                     // Every point left out has a key >= the heap's worst, so its exact squared
                     // distance is >= bound; certify that none can be closer than the last
                     // neighbour kept.
-                    const double query_norm = screen.sq_norms[static_cast<std::size_t>(query)];
+                    const double query_norm = static_cast<float>(query_norms[static_cast<std::size_t>(row)]);
                     const double bound = query_norm * (1.0 - error_factor) + static_cast<double>(heap.front().first);
                     if (!(bound > last)) {
                         brute_force_row(points, num_dims, num_neighbors, query, indices, distances);
@@ -400,7 +414,7 @@ int ivf_search(const DenseMatrix<float>& points, int num_dims, const KnnOptions&
     params.cluster_size = options.ivf_cluster_size;
     params.probes = options.ivf_probes;
     params.refine_rounds = options.ivf_refine_rounds;
-    params.refine_fanout = std::max(1, num_neighbors - 1);
+    params.refine_fanout = options.ivf_refine_fanout;
     params.seed = options.seed;
     const detail::NnDescentCandidates found = detail::ivf_knn(points, num_dims, params, ctx);
     rerank(points, num_dims, options, num_neighbors, found, graph, ctx);
@@ -468,6 +482,8 @@ void validate(const KnnOptions& options, std::int64_t num_cells, std::int64_t nu
     if (options.ivf_probes < 1 || options.ivf_probes > detail::kIvfMaxProbes)
         fail("ivf_probes must be in [1, " + std::to_string(detail::kIvfMaxProbes) + "], got " + std::to_string(options.ivf_probes));
     if (options.ivf_refine_rounds < 0) fail("ivf_refine_rounds must be >= 0, got " + std::to_string(options.ivf_refine_rounds));
+    if (options.ivf_refine_fanout < 1)
+        fail("ivf_refine_fanout must be >= 1, got " + std::to_string(options.ivf_refine_fanout));
     if (options.ivf_extra < 0) fail("ivf_extra must be >= 0, got " + std::to_string(options.ivf_extra));
     if (static_cast<std::int64_t>(options.num_neighbors) - 1 + options.ivf_extra > detail::kNnDescentMaxList)
         fail("ivf_extra: num_neighbors - 1 + ivf_extra must be <= " + std::to_string(detail::kNnDescentMaxList) + ", got " +

@@ -86,10 +86,15 @@ struct KnnOptions {
     int ivf_probes = 16;
     /// IVF: passes that merge every list with its neighbours' lists; >= 0.
     int ivf_refine_rounds = 1;
+    /// IVF: a refinement pass merges a cell's list with the first ivf_refine_fanout
+    /// entries of the lists of its first ivf_refine_fanout neighbours (>= 1). On the
+    /// 100k-cell benchmark set 10 gives a recall of 0.9960 where 14 gives 0.9964 at 12%
+    /// more CPU time for the whole search.
+    int ivf_refine_fanout = 10;
     /// IVF: neighbours kept per cell while searching, beyond the num_neighbors - 1
-    /// returned (as nndescent_extra; the refinement pass needs few). >= 0, and
-    /// num_neighbors - 1 + ivf_extra <= 1024.
-    int ivf_extra = 2;
+    /// returned (as nndescent_extra). >= 0, and num_neighbors - 1 + ivf_extra <= 1024.
+    /// Longer lists did not raise the recall on the benchmark set (0.9964 with 0 or 2).
+    int ivf_extra = 0;
     /// Query partitions processed independently (one per device). >= 1. The result is
     /// identical for any value.
     int num_partitions = 1;

@@ -71,7 +71,7 @@ TEST(IvfKnn, RefinementLiftsTheRecallOfTooFewProbes) {
                 refined, many_probes);
     EXPECT_LT(plain, 0.5);
     EXPECT_GE(refined, plain + 0.1);
-    EXPECT_GE(many_probes, 0.85);  // measured 0.887: unclustered data is the hard case
+    EXPECT_GE(many_probes, 0.84);  // measured 0.860: unclustered data is the hard case
     expect_knn_contract(points, good.graph, 40);
 }
 
@@ -218,6 +218,9 @@ TEST(IvfKnn, OptionsAreCheckedByName) {
     options = {};
     options.ivf_refine_rounds = -1;
     expect_named(options, "ivf_refine_rounds");
+    options = {};
+    options.ivf_refine_fanout = 0;
+    expect_named(options, "ivf_refine_fanout");
     options = {};
     options.ivf_extra = -1;
     expect_named(options, "ivf_extra");
