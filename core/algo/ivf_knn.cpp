@@ -18,6 +18,7 @@
 
 #include "core/algo/l2_kernel.hpp"
 #include "core/engine/JobContext.hpp"
+#include "core/memory/uninitialized.hpp"
 
 namespace fathom::detail {
 
@@ -27,30 +28,6 @@ constexpr std::size_t kWidth = kDotTileWidth;
 constexpr std::uint64_t kEmpty = std::numeric_limits<std::uint64_t>::max();  // an empty slot (sorts last)
 constexpr float kInfinity = std::numeric_limits<float>::infinity();
 constexpr std::size_t kScreenSpan = kWidth;  // columns screened at once against a list's bound
-
-/// An allocator whose default construction leaves trivial values uninitialised, so that
-/// a buffer's pages are first touched (faulted in and zeroed by the kernel) by the
-/// parallel loops that fill it rather than by one thread in resize.
-template <class T>
-struct Uninitialized : std::allocator<T> {
-    template <class U>
-    struct rebind {
-        using other = Uninitialized<U>;
-    };
-    Uninitialized() = default;
-    template <class U>
-    explicit Uninitialized(const Uninitialized<U>&) noexcept {}
-    template <class U>
-    void construct(U* place) noexcept {
-        ::new (static_cast<void*>(place)) U;
-    }
-    template <class U, class... Args>
-    void construct(U* place, Args&&... args) {
-        ::new (static_cast<void*>(place)) U(std::forward<Args>(args)...);
-    }
-};
-template <class T>
-using Buffer = std::vector<T, Uninitialized<T>>;
 
 std::size_t padded_width(std::size_t count) noexcept { return (count + kWidth - 1) / kWidth * kWidth; }
 
@@ -84,7 +61,7 @@ void insert_sorted(std::uint64_t* keys, int length, std::uint64_t key) noexcept 
 /// Rows of padded float coordinates (zeros beyond num_dims), centred.
 struct Rows {
     std::size_t stride = 0;
-    Buffer<float> values;
+    UninitializedVector<float> values;
     std::vector<float> sq_norms;
     const float* row(std::int64_t point) const noexcept { return values.data() + static_cast<std::size_t>(point) * stride; }
 };
@@ -94,7 +71,7 @@ struct Rows {
 /// never pass a distance test).
 struct PackedBlock {
     std::size_t width = 0;
-    Buffer<float> values;
+    UninitializedVector<float> values;
     std::vector<float> sq_norms;
 };
 
@@ -282,7 +259,7 @@ NnDescentCandidates ivf_knn(const DenseMatrix<float>& points, int num_dims, cons
     const int probes = std::min(params.probes, num_clusters);
     const Rows centres = kmeans(input, num_points, dims, num_clusters, params, ctx);
     ctx.report(0.2);
-    Buffer<std::int32_t> probe_lists(static_cast<std::size_t>(num_points) * static_cast<std::size_t>(probes));
+    UninitializedVector<std::int32_t> probe_lists(static_cast<std::size_t>(num_points) * static_cast<std::size_t>(probes));
     {
         PackedBlock block;
         block.width = padded_width(static_cast<std::size_t>(num_clusters));
@@ -313,7 +290,7 @@ NnDescentCandidates ivf_knn(const DenseMatrix<float>& points, int num_dims, cons
     rows.stride = input.stride;
     rows.values.resize(input.values.size());
     rows.sq_norms.resize(input.sq_norms.size());
-    Buffer<std::int32_t> probes_of(probe_lists.size());
+    UninitializedVector<std::int32_t> probes_of(probe_lists.size());
     tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, num_points, 4096), [&](const tbb::blocked_range<std::int64_t>& range) {
         for (std::int64_t point = range.begin(); point != range.end(); ++point) {
             const auto from = static_cast<std::size_t>(original[static_cast<std::size_t>(point)]);
@@ -332,8 +309,8 @@ NnDescentCandidates ivf_knn(const DenseMatrix<float>& points, int num_dims, cons
         packed_offset[static_cast<std::size_t>(cluster) + 1] =
             packed_offset[static_cast<std::size_t>(cluster)] +
             padded_width(static_cast<std::size_t>(begin[static_cast<std::size_t>(cluster) + 1] - begin[static_cast<std::size_t>(cluster)]));
-    Buffer<float> packed(packed_offset.back() * dims);
-    Buffer<float> packed_norms(packed_offset.back());
+    UninitializedVector<float> packed(packed_offset.back() * dims);
+    UninitializedVector<float> packed_norms(packed_offset.back());
     std::vector<std::int32_t> identity(static_cast<std::size_t>(num_points));
     std::iota(identity.begin(), identity.end(), 0);
     tbb::parallel_for(0, num_clusters, [&](int cluster) {
@@ -346,7 +323,7 @@ NnDescentCandidates ivf_knn(const DenseMatrix<float>& points, int num_dims, cons
     // The search: each task takes the points of one cluster and compares them with the
     // members of the clusters they probe, cluster by cluster, so every task writes only
     // its own points' lists.
-    Buffer<std::uint64_t> lists(static_cast<std::size_t>(num_points) * static_cast<std::size_t>(pool));
+    UninitializedVector<std::uint64_t> lists(static_cast<std::size_t>(num_points) * static_cast<std::size_t>(pool));
     struct Scratch {
         std::vector<std::vector<std::int32_t>> buckets;  // per cluster: the task's points probing it
         std::vector<int> touched;
@@ -436,7 +413,7 @@ NnDescentCandidates ivf_knn(const DenseMatrix<float>& points, int num_dims, cons
             std::vector<float> distances;
         };
         tbb::enumerable_thread_specific<RefineScratch> refine_scratches;
-        Buffer<std::uint64_t> refined(lists.size());
+        UninitializedVector<std::uint64_t> refined(lists.size());
         tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, num_points, 256), [&](const tbb::blocked_range<std::int64_t>& range) {
             ctx.checkpoint();
             RefineScratch& scratch = refine_scratches.local();

@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "core/engine/JobContext.hpp"
+#include "core/memory/uninitialized.hpp"
 
 #ifdef FATHOM_HAVE_IGRAPH
 #include <igraph/igraph.h>
@@ -42,11 +43,12 @@ using Node = std::int32_t;
 struct LevelGraph {
     Node num_nodes = 0;
     std::vector<std::int64_t> out_offsets{0};
-    std::vector<Node> out_targets;
-    std::vector<double> out_weights;
+    // Edge arrays filled completely after a resize (by parallel loops when collapsing).
+    UninitializedVector<Node> out_targets;
+    UninitializedVector<double> out_weights;
     std::vector<std::int64_t> in_offsets{0};
-    std::vector<Node> in_sources;
-    std::vector<double> in_weights;
+    UninitializedVector<Node> in_sources;
+    UninitializedVector<double> in_weights;
     std::vector<double> strength_out;  ///< summed in edge-id order (Graph::init_admin)
     std::vector<double> strength_in;
     std::vector<double> self_weight;   ///< weight of the self-loop (collapsed levels)
