@@ -27,7 +27,8 @@ namespace {
 constexpr std::size_t kWidth = kDotTileWidth;
 constexpr std::uint64_t kEmpty = std::numeric_limits<std::uint64_t>::max();  // an empty slot (sorts last)
 constexpr float kInfinity = std::numeric_limits<float>::infinity();
-constexpr std::size_t kScreenSpan = kWidth;  // columns screened at once against a list's bound
+constexpr std::size_t kScreenSpan = kWidth;       // centre columns screened at once against a list's bound
+constexpr std::size_t kSearchSpan = 4 * kWidth;   // member columns screened at once against a list's bound
 
 std::size_t padded_width(std::size_t count) noexcept { return (count + kWidth - 1) / kWidth * kWidth; }
 
@@ -329,7 +330,7 @@ NnDescentCandidates ivf_knn(const DenseMatrix<float>& points, int num_dims, cons
         std::vector<int> touched;
         std::vector<std::pair<double, int>> order;
         std::vector<float> products;
-        std::vector<std::int32_t> selected;
+        std::vector<std::int32_t> selected = std::vector<std::int32_t>(kSearchSpan);
     };
     tbb::enumerable_thread_specific<Scratch> scratches;
     tbb::parallel_for(tbb::blocked_range<int>(0, num_clusters, 1), [&](const tbb::blocked_range<int>& range) {
@@ -378,19 +379,23 @@ NnDescentCandidates ivf_knn(const DenseMatrix<float>& points, int num_dims, cons
                         const float* dots = scratch.products.data() + row * width;
                         const float query_norm = rows.sq_norms[static_cast<std::size_t>(query)];
                         float worst = keys[pool - 1] == kEmpty ? kInfinity : entry_distance(keys[pool - 1]);
-                        // Columns that could enter at the list's state now; the list only
-                        // tightens while they are inserted.
-                        scratch.selected.resize(width);
-                        const std::size_t selected =
-                            columns_below(norms, dots, width, worst - query_norm, scratch.selected.data());
-                        for (std::size_t item = 0; item < selected; ++item) {
-                            const auto column = static_cast<std::size_t>(scratch.selected[item]);
-                            const float distance = query_norm + norms[column] - 2.0f * dots[column];
-                            if (!(distance <= worst)) continue;
-                            const std::int32_t other = member_begin + static_cast<std::int32_t>(column);
-                            if (other == query) continue;
-                            insert_sorted(keys, pool, entry_key(std::max(distance, 0.0f), other));
-                            if (keys[pool - 1] != kEmpty) worst = entry_distance(keys[pool - 1]);
+                        // Screened a span at a time against the list's bound, which
+                        // tightens between spans (the first cluster starts from an empty
+                        // list); the padding's infinite norms never pass.
+                        for (std::size_t start = 0; start < width; start += kSearchSpan) {
+                            const std::size_t span = std::min(kSearchSpan, width - start);
+                            const float threshold = worst == kInfinity ? std::numeric_limits<float>::max() : worst - query_norm;
+                            const std::size_t selected =
+                                columns_below(norms + start, dots + start, span, threshold, scratch.selected.data());
+                            for (std::size_t item = 0; item < selected; ++item) {
+                                const std::size_t column = start + static_cast<std::size_t>(scratch.selected[item]);
+                                const float distance = query_norm + norms[column] - 2.0f * dots[column];
+                                if (!(distance <= worst)) continue;
+                                const std::int32_t other = member_begin + static_cast<std::int32_t>(column);
+                                if (other == query) continue;
+                                insert_sorted(keys, pool, entry_key(std::max(distance, 0.0f), other));
+                                if (keys[pool - 1] != kEmpty) worst = entry_distance(keys[pool - 1]);
+                            }
                         }
                     }
                 }
