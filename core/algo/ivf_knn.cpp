@@ -143,6 +143,18 @@ std::uint64_t mix(std::uint64_t value) noexcept {  // splitmix64's finaliser
     return value ^ (value >> 31);
 }
 
+/// The squared norms of the first `count` rows (in double, stored as float).
+void set_sq_norms(Rows& rows, int count, std::size_t dims) {
+    for (int index = 0; index < count; ++index) {
+        double norm = 0.0;
+        for (std::size_t dim = 0; dim < dims; ++dim) {
+            const double value = rows.row(index)[dim];
+            norm += value * value;
+        }
+        rows.sq_norms[static_cast<std::size_t>(index)] = static_cast<float>(norm);
+    }
+}
+
 /// Lloyd's k-means on a random sample of the rows; returns num_clusters centres as
 /// rows of the same stride (an empty cluster keeps its centre).
 Rows kmeans(const Rows& rows, std::int64_t num_points, std::size_t dims, int num_clusters, const IvfParams& params,
@@ -174,14 +186,7 @@ Rows kmeans(const Rows& rows, std::int64_t num_points, std::size_t dims, int num
     std::vector<std::int64_t> counts(static_cast<std::size_t>(num_clusters));
     PackedBlock block;
     for (int iteration = 0; iteration < params.kmeans_iterations; ++iteration) {
-        for (int cluster = 0; cluster < num_clusters; ++cluster) {
-            double norm = 0.0;
-            for (std::size_t dim = 0; dim < dims; ++dim) {
-                const double value = centres.row(cluster)[dim];
-                norm += value * value;
-            }
-            centres.sq_norms[static_cast<std::size_t>(cluster)] = static_cast<float>(norm);
-        }
+        set_sq_norms(centres, num_clusters, dims);
         block.width = padded_width(static_cast<std::size_t>(num_clusters));
         block.values.resize(dims * block.width);
         block.sq_norms.resize(block.width);
@@ -202,14 +207,7 @@ Rows kmeans(const Rows& rows, std::int64_t num_points, std::size_t dims, int num
                 centre[dim] = static_cast<float>(sums[cluster * dims + dim] / static_cast<double>(counts[cluster]));
         }
     }
-    for (int cluster = 0; cluster < num_clusters; ++cluster) {
-        double norm = 0.0;
-        for (std::size_t dim = 0; dim < dims; ++dim) {
-            const double value = centres.row(cluster)[dim];
-            norm += value * value;
-        }
-        centres.sq_norms[static_cast<std::size_t>(cluster)] = static_cast<float>(norm);
-    }
+    set_sq_norms(centres, num_clusters, dims);
     return centres;
 }
 

@@ -9,7 +9,6 @@
 #include <cstdio>
 #include <numeric>
 #include <random>
-#include <set>
 #include <string>
 
 #include "core/algo/ivf_knn.hpp"
@@ -23,10 +22,11 @@
 namespace fathom {
 namespace {
 
+using test::expect_exact_on_small_inputs;
+using test::expect_full_candidate_lists;
 using test::expect_knn_contract;
 using test::full_recall;
 using test::gaussian_mixture;
-using test::sq_distance;
 
 TEST(IvfKnn, RecallOnClusteredDataAndResultContract) {
     // 20000 cells in k-means clusters of about 256: 78 clusters, of which 16 are probed
@@ -97,19 +97,8 @@ TEST(IvfKnn, BitIdenticalAcrossThreadsAndPartitions) {
     options.ivf_cluster_size = 100;
     options.recall_sample = 0;
     options.seed = 5;
+    test::expect_thread_and_partition_invariant(points, options);
     JobContext ctx;
-    KnnResult reference;
-    {
-        const tbb::global_control one(tbb::global_control::max_allowed_parallelism, 1);
-        reference = nearest_neighbors(points, options, ctx);
-    }
-    for (const int partitions : {1, 3}) {
-        const tbb::global_control two(tbb::global_control::max_allowed_parallelism, 2);
-        options.num_partitions = partitions;
-        const auto other = nearest_neighbors(points, options, ctx);
-        EXPECT_EQ(other.graph.indices, reference.graph.indices) << partitions << " partitions";
-        EXPECT_EQ(other.graph.distances, reference.graph.distances) << partitions << " partitions";
-    }
     // The candidate lists themselves, before the re-ranking, are the same too.
     detail::IvfParams params;
     params.pool = 16;
@@ -136,35 +125,13 @@ TEST(IvfKnn, CandidatesAreDistinctOthersWithDoubleDistances) {
     params.cluster_size = 40;
     params.probes = 6;
     const auto found = detail::ivf_knn(points, 12, params, ctx);
-    ASSERT_EQ(found.pool, 20);
     EXPECT_EQ(found.iterations, 1);  // refinement passes run
-    ASSERT_EQ(found.indices.size(), 3000u * 20u);
-    for (std::int64_t cell = 0; cell < 3000; ++cell) {
-        std::set<std::int32_t> seen;
-        for (int slot = 0; slot < 20; ++slot) {
-            const auto entry = static_cast<std::size_t>(cell * 20 + slot);
-            const std::int32_t other = found.indices[entry];
-            ASSERT_GE(other, 0) << "cell " << cell << " has a short list";
-            ASSERT_NE(other, cell);
-            ASSERT_TRUE(seen.insert(other).second) << "cell " << cell << " lists " << other << " twice";
-            ASSERT_EQ(found.sq_distances[entry], sq_distance(points, cell, other, 12));
-        }
-    }
+    expect_full_candidate_lists(points, found, 20, 12);
 }
 
 TEST(IvfKnn, SmallInputsAreExact) {
     // Fewer cells than probed clusters hold: every cell is compared with all others.
-    for (const std::int64_t cells : {2, 3, 17, 300}) {
-        const auto points = gaussian_mixture(cells, 5, 2, 35 + static_cast<std::uint64_t>(cells));
-        JobContext ctx;
-        KnnOptions options;
-        options.method = KnnMethod::Ivf;
-        const auto result = nearest_neighbors(points, options, ctx);
-        options.method = KnnMethod::Exact;
-        const auto exact = nearest_neighbors(points, options, ctx);
-        EXPECT_EQ(result.graph.indices, exact.graph.indices) << cells << " cells";
-        EXPECT_EQ(result.graph.distances, exact.graph.distances) << cells << " cells";
-    }
+    expect_exact_on_small_inputs(KnnMethod::Ivf, 35, {2, 3, 17, 300});
 }
 
 TEST(IvfKnn, DuplicatePointsAndFarOffsetData) {
@@ -181,31 +148,11 @@ TEST(IvfKnn, DuplicatePointsAndFarOffsetData) {
     const auto result = nearest_neighbors(points, options, ctx);
     expect_knn_contract(points, result.graph, 8);
     for (std::int64_t cell = 1; cell < 600; ++cell) ASSERT_EQ(result.graph.neighbor_distances(cell)[14], 0.0f);
-    KnnOptions exact;
-    exact.method = KnnMethod::Exact;
-    const auto truth = nearest_neighbors(points, exact, ctx);
-    std::vector<std::int64_t> others(3400);
-    std::iota(others.begin(), others.end(), 600);
-    KnnGraph truth_rows;
-    truth_rows.num_cells = 3400;
-    truth_rows.num_neighbors = truth.graph.num_neighbors;
-    truth_rows.indices.assign(truth.graph.indices.begin() + 600 * 15, truth.graph.indices.end());
-    truth_rows.distances.assign(truth.graph.distances.begin() + 600 * 15, truth.graph.distances.end());
-    EXPECT_GE(knn_recall(result.graph, truth_rows, others), 0.99);
+    EXPECT_GE(test::recall_from(points, result, 600), 0.99);
 }
 
 TEST(IvfKnn, OptionsAreCheckedByName) {
-    const auto message = [](KnnOptions options) {
-        try {
-            validate(options, 1000, 10);
-        } catch (const std::invalid_argument& error) {
-            return std::string(error.what());
-        }
-        return std::string();
-    };
-    const auto expect_named = [&](KnnOptions options, const std::string& field) {
-        EXPECT_NE(message(options).find("KnnOptions::" + field), std::string::npos) << field;
-    };
+    const auto expect_named = test::expect_knn_option_named;
     KnnOptions options;
     options.ivf_cluster_size = 0;
     expect_named(options, "ivf_cluster_size");
@@ -227,7 +174,7 @@ TEST(IvfKnn, OptionsAreCheckedByName) {
     options = {};
     options.ivf_extra = 2000;
     expect_named(options, "ivf_extra");
-    EXPECT_EQ(message(KnnOptions{}), "");
+    EXPECT_EQ(test::knn_option_error(KnnOptions{}), "");
     EXPECT_EQ(parse_knn_method("ivf", "--knn-method"), KnnMethod::Ivf);
     EXPECT_STREQ(knn_method_name(KnnMethod::Ivf), "ivf");
 

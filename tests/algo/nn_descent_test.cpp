@@ -10,7 +10,6 @@
 #include <cstdio>
 #include <numeric>
 #include <random>
-#include <set>
 #include <string>
 
 #include "core/algo/knn.hpp"
@@ -24,11 +23,11 @@
 namespace fathom {
 namespace {
 
-using test::gaussian_mixture;
-
+using test::expect_exact_on_small_inputs;
+using test::expect_full_candidate_lists;
 using test::expect_knn_contract;
 using test::full_recall;
-using test::sq_distance;
+using test::gaussian_mixture;
 
 TEST(NnDescent, RecallOnClusteredDataAndResultContract) {
     const auto points = gaussian_mixture(20000, 30, 12, 11);
@@ -69,23 +68,10 @@ TEST(NnDescent, BitIdenticalAcrossThreadsAndPartitions) {
     options.method = KnnMethod::NnDescent;
     options.recall_sample = 0;
     options.seed = 5;
+    const KnnResult reference = test::expect_thread_and_partition_invariant(points, options);
     JobContext ctx;
-    KnnResult reference;
-    {
-        const tbb::global_control one(tbb::global_control::max_allowed_parallelism, 1);
-        reference = nearest_neighbors(points, options, ctx);
-    }
-    for (const int partitions : {1, 3}) {
-        const tbb::global_control two(tbb::global_control::max_allowed_parallelism, 2);
-        options.num_partitions = partitions;
-        const auto other = nearest_neighbors(points, options, ctx);
-        EXPECT_EQ(other.graph.indices, reference.graph.indices) << partitions << " partitions";
-        EXPECT_EQ(other.graph.distances, reference.graph.distances) << partitions << " partitions";
-        EXPECT_EQ(other.nndescent_iterations, reference.nndescent_iterations);
-    }
     // Another seed gives another (equally good) graph.
     options.seed = 6;
-    options.num_partitions = 1;
     const auto reseeded = nearest_neighbors(points, options, ctx);
     EXPECT_NE(reseeded.graph.indices, reference.graph.indices);
 }
@@ -107,24 +93,13 @@ TEST(NnDescent, GraphSearchRaisesTheRecallOfAStalledGraphAndStaysDeterministic) 
     const auto plain = nearest_neighbors(points, options, ctx);
     const double plain_recall = full_recall(points, plain);
     options.nndescent_search_ef = 64;
-    KnnResult refined;
-    {
-        const tbb::global_control one(tbb::global_control::max_allowed_parallelism, 1);
-        refined = nearest_neighbors(points, options, ctx);
-    }
+    const KnnResult refined = test::expect_thread_and_partition_invariant(points, options);
     const double refined_recall = full_recall(points, refined);
     std::printf("[nndescent] gaussian 8000 x 40, 1 round: recall %.5f, with graph search %.5f\n", plain_recall,
                 refined_recall);
     EXPECT_LT(plain_recall, 0.9);
     EXPECT_GE(refined_recall, plain_recall + 0.05);
     expect_knn_contract(points, refined.graph, 40);
-    for (const int partitions : {1, 3}) {
-        const tbb::global_control two(tbb::global_control::max_allowed_parallelism, 2);
-        options.num_partitions = partitions;
-        const auto other = nearest_neighbors(points, options, ctx);
-        EXPECT_EQ(other.graph.indices, refined.graph.indices) << partitions << " partitions";
-        EXPECT_EQ(other.graph.distances, refined.graph.distances) << partitions << " partitions";
-    }
 }
 
 TEST(NnDescent, CandidatesAreDistinctOthersWithDoubleDistances) {
@@ -133,34 +108,12 @@ TEST(NnDescent, CandidatesAreDistinctOthersWithDoubleDistances) {
     detail::NnDescentParams params;
     params.pool = 20;
     const auto found = detail::nn_descent(points, 12, params, ctx);
-    ASSERT_EQ(found.pool, 20);
-    ASSERT_EQ(found.indices.size(), 3000u * 20u);
-    for (std::int64_t cell = 0; cell < 3000; ++cell) {
-        std::set<std::int32_t> seen;
-        for (int slot = 0; slot < 20; ++slot) {
-            const auto entry = static_cast<std::size_t>(cell * 20 + slot);
-            const std::int32_t other = found.indices[entry];
-            ASSERT_GE(other, 0) << "cell " << cell << " has a short list";
-            ASSERT_NE(other, cell);
-            ASSERT_TRUE(seen.insert(other).second) << "cell " << cell << " lists " << other << " twice";
-            ASSERT_EQ(found.sq_distances[entry], sq_distance(points, cell, other, 12));
-        }
-    }
+    expect_full_candidate_lists(points, found, 20, 12);
 }
 
 TEST(NnDescent, SmallInputsAreExact) {
     // Fewer cells than a tree leaf: one leaf holds every cell, so the lists are exact.
-    for (const std::int64_t cells : {2, 3, 17, 30}) {
-        const auto points = gaussian_mixture(cells, 5, 2, 14 + static_cast<std::uint64_t>(cells));
-        JobContext ctx;
-        KnnOptions options;
-        options.method = KnnMethod::NnDescent;
-        const auto result = nearest_neighbors(points, options, ctx);
-        options.method = KnnMethod::Exact;
-        const auto exact = nearest_neighbors(points, options, ctx);
-        EXPECT_EQ(result.graph.indices, exact.graph.indices) << cells << " cells";
-        EXPECT_EQ(result.graph.distances, exact.graph.distances) << cells << " cells";
-    }
+    expect_exact_on_small_inputs(KnnMethod::NnDescent, 14, {2, 3, 17, 30});
 }
 
 TEST(NnDescent, DuplicatePointsAndAShortLeafStillFillEveryRow) {
@@ -177,31 +130,11 @@ TEST(NnDescent, DuplicatePointsAndAShortLeafStillFillEveryRow) {
     expect_knn_contract(points, result.graph, 8);
     for (std::int64_t cell = 1; cell < 600; ++cell) ASSERT_EQ(result.graph.neighbor_distances(cell)[14], 0.0f);
     // Recall of the other cells (among the duplicates any 14 copies are right).
-    KnnOptions exact;
-    exact.method = KnnMethod::Exact;
-    const auto truth = nearest_neighbors(points, exact, ctx);
-    std::vector<std::int64_t> others(1400);
-    std::iota(others.begin(), others.end(), 600);
-    KnnGraph truth_rows;
-    truth_rows.num_cells = 1400;
-    truth_rows.num_neighbors = truth.graph.num_neighbors;
-    truth_rows.indices.assign(truth.graph.indices.begin() + 600 * 15, truth.graph.indices.end());
-    truth_rows.distances.assign(truth.graph.distances.begin() + 600 * 15, truth.graph.distances.end());
-    EXPECT_GE(knn_recall(result.graph, truth_rows, others), 0.99);
+    EXPECT_GE(test::recall_from(points, result, 600), 0.99);
 }
 
 TEST(NnDescent, OptionsAreCheckedByName) {
-    const auto message = [](KnnOptions options) {
-        try {
-            validate(options, 1000, 10);
-        } catch (const std::invalid_argument& error) {
-            return std::string(error.what());
-        }
-        return std::string();
-    };
-    const auto expect_named = [&](KnnOptions options, const std::string& field) {
-        EXPECT_NE(message(options).find("KnnOptions::" + field), std::string::npos) << field;
-    };
+    const auto expect_named = test::expect_knn_option_named;
     KnnOptions options;
     options.nndescent_trees = -1;
     expect_named(options, "nndescent_trees");
@@ -235,7 +168,7 @@ TEST(NnDescent, OptionsAreCheckedByName) {
     options = {};
     options.nndescent_search_ef = detail::kNnDescentMaxSearchEf + 1;
     expect_named(options, "nndescent_search_ef");
-    EXPECT_EQ(message(KnnOptions{}), "");
+    EXPECT_EQ(test::knn_option_error(KnnOptions{}), "");
 
     EXPECT_EQ(parse_knn_method("nndescent", "--knn-method"), KnnMethod::NnDescent);
     EXPECT_EQ(parse_knn_method("hnsw", "--knn-method"), KnnMethod::Hnsw);
