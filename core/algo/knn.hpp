@@ -81,8 +81,8 @@ struct KnnOptions {
     /// cheaper and the recall lower at the same number of probes.
     int ivf_cluster_size = 256;
     /// IVF: nearest clusters whose members every cell is compared with; in [1, 256]. On
-    /// the 100k-cell, 50-PC benchmark set 16 probes reach a recall of 0.998 after one
-    /// refinement pass, 24 probes 0.999 at about 10% more time.
+    /// the 100k-cell, 50-PC benchmark set 16 probes reach a recall of 0.997 after one
+    /// refinement pass, 12 probes 0.991.
     int ivf_probes = 16;
     /// IVF: passes that merge every list with its neighbours' lists; >= 0.
     int ivf_refine_rounds = 1;
