@@ -82,7 +82,7 @@ struct KnnOptions {
     int ivf_cluster_size = 256;
     /// IVF: nearest clusters whose members every cell is compared with; in [1, 256]. On
     /// the 100k-cell, 50-PC benchmark set 16 probes reach a recall of 0.997 after one
-    /// refinement pass, 12 probes 0.991.
+    /// refinement pass, 12 probes 0.990.
     int ivf_probes = 16;
     /// IVF: passes that merge every list with its neighbours' lists; >= 0.
     int ivf_refine_rounds = 1;
