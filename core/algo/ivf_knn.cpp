@@ -24,13 +24,10 @@ namespace fathom::detail {
 
 namespace {
 
-constexpr std::size_t kWidth = kDotTileWidth;
 constexpr std::uint64_t kEmpty = std::numeric_limits<std::uint64_t>::max();  // an empty slot (sorts last)
 constexpr float kInfinity = std::numeric_limits<float>::infinity();
-constexpr std::size_t kScreenSpan = kWidth;       // centre columns screened at once against a list's bound
-constexpr std::size_t kSearchSpan = 4 * kWidth;   // member columns screened at once against a list's bound
-
-std::size_t padded_width(std::size_t count) noexcept { return (count + kWidth - 1) / kWidth * kWidth; }
+constexpr std::size_t kScreenSpan = kDotTileWidth;      // centre columns screened at once against a list's bound
+constexpr std::size_t kSearchSpan = 4 * kDotTileWidth;  // member columns screened at once against a list's bound
 
 /// (squared distance, index) as one integer ordered like the pair (the bits of a
 /// non-negative float order like its value).
@@ -76,19 +73,30 @@ struct PackedBlock {
     std::vector<float> sq_norms;
 };
 
-void pack(const Rows& rows, const std::int32_t* members, std::size_t count, std::size_t dims, float* values,
-          float* sq_norms) {
-    const std::size_t width = padded_width(count);
+/// Rows [first, first + count) of `rows` packed into values (dims x width) and sq_norms
+/// (width), width = dot_tile_columns(count).
+void pack(const Rows& rows, std::size_t first, std::size_t count, std::size_t dims, float* values, float* sq_norms) {
+    const std::size_t width = dot_tile_columns(count);
     for (std::size_t column = 0; column < width; ++column) {
         if (column < count) {
-            const float* row = rows.row(members[column]);
+            const float* row = rows.row(static_cast<std::int64_t>(first + column));
             for (std::size_t dim = 0; dim < dims; ++dim) values[dim * width + column] = row[dim];
-            sq_norms[column] = rows.sq_norms[static_cast<std::size_t>(members[column])];
+            sq_norms[column] = rows.sq_norms[first + column];
         } else {
             for (std::size_t dim = 0; dim < dims; ++dim) values[dim * width + column] = 0.0f;
             sq_norms[column] = kInfinity;
         }
     }
+}
+
+/// The first `count` rows of `rows` (the centres) as one packed block.
+PackedBlock packed_block(const Rows& rows, int count, std::size_t dims) {
+    PackedBlock block;
+    block.width = dot_tile_columns(static_cast<std::size_t>(count));
+    block.values.resize(dims * block.width);
+    block.sq_norms.resize(block.width);
+    pack(rows, 0, static_cast<std::size_t>(count), dims, block.values.data(), block.sq_norms.data());
+    return block;
 }
 
 /// For every row of `rows` listed in `queries`, the `top` columns of `block` with the
@@ -179,18 +187,12 @@ Rows kmeans(const Rows& rows, std::int64_t num_points, std::size_t dims, int num
     centres.sq_norms.assign(static_cast<std::size_t>(num_clusters), 0.0f);
     for (int cluster = 0; cluster < num_clusters; ++cluster)
         std::copy_n(rows.row(sample[static_cast<std::size_t>(cluster)]), rows.stride, centres.values.data() + static_cast<std::size_t>(cluster) * rows.stride);
-    std::vector<std::int32_t> all_centres(static_cast<std::size_t>(num_clusters));
-    std::iota(all_centres.begin(), all_centres.end(), 0);
     std::vector<std::int32_t> assigned(sample.size());
     std::vector<double> sums(static_cast<std::size_t>(num_clusters) * dims);
     std::vector<std::int64_t> counts(static_cast<std::size_t>(num_clusters));
-    PackedBlock block;
     for (int iteration = 0; iteration < params.kmeans_iterations; ++iteration) {
         set_sq_norms(centres, num_clusters, dims);
-        block.width = padded_width(static_cast<std::size_t>(num_clusters));
-        block.values.resize(dims * block.width);
-        block.sq_norms.resize(block.width);
-        pack(centres, all_centres.data(), all_centres.size(), dims, block.values.data(), block.sq_norms.data());
+        const PackedBlock block = packed_block(centres, num_clusters, dims);
         nearest_columns(rows, sample, block, dims, 1, assigned.data(), ctx);
         std::fill(sums.begin(), sums.end(), 0.0);
         std::fill(counts.begin(), counts.end(), 0);
@@ -260,13 +262,7 @@ NnDescentCandidates ivf_knn(const DenseMatrix<float>& points, int num_dims, cons
     ctx.report(0.2);
     UninitializedVector<std::int32_t> probe_lists(static_cast<std::size_t>(num_points) * static_cast<std::size_t>(probes));
     {
-        PackedBlock block;
-        block.width = padded_width(static_cast<std::size_t>(num_clusters));
-        block.values.resize(dims * block.width);
-        block.sq_norms.resize(block.width);
-        std::vector<std::int32_t> all_centres(static_cast<std::size_t>(num_clusters));
-        std::iota(all_centres.begin(), all_centres.end(), 0);
-        pack(centres, all_centres.data(), all_centres.size(), dims, block.values.data(), block.sq_norms.data());
+        const PackedBlock block = packed_block(centres, num_clusters, dims);
         std::vector<std::int32_t> all(static_cast<std::size_t>(num_points));
         std::iota(all.begin(), all.end(), 0);
         nearest_columns(input, all, block, dims, probes, probe_lists.data(), ctx);
@@ -307,15 +303,13 @@ NnDescentCandidates ivf_knn(const DenseMatrix<float>& points, int num_dims, cons
     for (int cluster = 0; cluster < num_clusters; ++cluster)
         packed_offset[static_cast<std::size_t>(cluster) + 1] =
             packed_offset[static_cast<std::size_t>(cluster)] +
-            padded_width(static_cast<std::size_t>(begin[static_cast<std::size_t>(cluster) + 1] - begin[static_cast<std::size_t>(cluster)]));
+            dot_tile_columns(static_cast<std::size_t>(begin[static_cast<std::size_t>(cluster) + 1] - begin[static_cast<std::size_t>(cluster)]));
     UninitializedVector<float> packed(packed_offset.back() * dims);
     UninitializedVector<float> packed_norms(packed_offset.back());
-    std::vector<std::int32_t> identity(static_cast<std::size_t>(num_points));
-    std::iota(identity.begin(), identity.end(), 0);
     tbb::parallel_for(0, num_clusters, [&](int cluster) {
         const auto first = static_cast<std::size_t>(begin[static_cast<std::size_t>(cluster)]);
         const auto count = static_cast<std::size_t>(begin[static_cast<std::size_t>(cluster) + 1]) - first;
-        pack(rows, identity.data() + first, count, dims, packed.data() + packed_offset[static_cast<std::size_t>(cluster)] * dims,
+        pack(rows, first, count, dims, packed.data() + packed_offset[static_cast<std::size_t>(cluster)] * dims,
              packed_norms.data() + packed_offset[static_cast<std::size_t>(cluster)]);
     });
 

@@ -90,10 +90,6 @@ struct Screen {
     }
 };
 
-std::size_t padded_columns(std::int64_t count) noexcept {
-    return (static_cast<std::size_t>(count) + detail::kDotTileWidth - 1) / detail::kDotTileWidth * detail::kDotTileWidth;
-}
-
 Screen make_screen(const DenseMatrix<float>& points, int num_dims, double error_factor) {
     static_assert(kPointBlock % detail::kDotTileWidth == 0, "full blocks need no padding");
     const std::int64_t num_cells = points.rows();
@@ -108,7 +104,7 @@ Screen make_screen(const DenseMatrix<float>& points, int num_dims, double error_
     for (auto& value : screen.mean) value /= static_cast<double>(std::max<std::int64_t>(num_cells, 1));
     const std::int64_t full_blocks = num_cells / kPointBlock;
     const std::size_t total_columns =
-        static_cast<std::size_t>(full_blocks * kPointBlock) + padded_columns(num_cells - full_blocks * kPointBlock);
+        static_cast<std::size_t>(full_blocks * kPointBlock) + detail::dot_tile_columns(static_cast<std::size_t>(num_cells - full_blocks * kPointBlock));
     screen.packed = std::make_unique_for_overwrite<float[]>(total_columns * dims);
     screen.lower_norms.resize(total_columns);
     tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, (num_cells + kPointBlock - 1) / kPointBlock, 1),
@@ -117,7 +113,7 @@ Screen make_screen(const DenseMatrix<float>& points, int num_dims, double error_
         for (std::int64_t block = blocks.begin(); block != blocks.end(); ++block) {
             const std::int64_t begin = block * kPointBlock;
             const std::int64_t count = std::min(kPointBlock, num_cells - begin);
-            const std::size_t width = padded_columns(count);
+            const std::size_t width = detail::dot_tile_columns(static_cast<std::size_t>(count));
             float* packed = screen.packed.get() + static_cast<std::size_t>(begin) * dims;
             for (std::size_t column = 0; column < width; ++column) {
                 const auto cell = begin + static_cast<std::int64_t>(column);
@@ -174,7 +170,7 @@ std::int64_t exact_search(const DenseMatrix<float>& points, int num_dims, int nu
         std::vector<float> products(4 * static_cast<std::size_t>(kPointBlock));
         std::vector<std::int32_t> selected(static_cast<std::size_t>(kPointBlock));
         std::vector<float> query_block(static_cast<std::size_t>(kQueryBlock) * screen.num_dims);  // centred rows
-        std::vector<double> query_norms(static_cast<std::size_t>(kQueryBlock));
+        std::vector<float> query_norms(static_cast<std::size_t>(kQueryBlock));  // ||q||^2 as the screen stores norms
         std::vector<std::vector<std::pair<float, std::int32_t>>> heaps;
         std::vector<Candidate> candidates;
         for (std::int64_t block = range.begin(); block != range.end(); ++block) {
@@ -184,10 +180,10 @@ std::int64_t exact_search(const DenseMatrix<float>& points, int num_dims, int nu
             heaps.assign(static_cast<std::size_t>(count), {});
             for (auto& heap : heaps) heap.reserve(static_cast<std::size_t>(keep));
             for (std::int64_t row = 0; row < count; ++row)
-                query_norms[static_cast<std::size_t>(row)] =
-                    screen.centre(points, queries[first + row], query_block.data() + static_cast<std::size_t>(row) * screen.num_dims);
+                query_norms[static_cast<std::size_t>(row)] = static_cast<float>(
+                    screen.centre(points, queries[first + row], query_block.data() + static_cast<std::size_t>(row) * screen.num_dims));
             for (std::int64_t point_begin = 0; point_begin < num_cells; point_begin += kPointBlock) {
-                const std::size_t width = padded_columns(std::min(kPointBlock, num_cells - point_begin));
+                const std::size_t width = detail::dot_tile_columns(static_cast<std::size_t>(std::min(kPointBlock, num_cells - point_begin)));
                 const float* packed = screen.packed.get() + static_cast<std::size_t>(point_begin) * screen.num_dims;
                 const float* norms = screen.lower_norms.data() + point_begin;
                 for (std::int64_t quad = 0; quad < count; quad += 4) {
@@ -236,7 +232,7 @@ std::int64_t exact_search(const DenseMatrix<float>& points, int num_dims, int nu
                     // Every point left out has a key >= the heap's worst, so its exact squared
                     // distance is >= bound; certify that none can be closer than the last
                     // neighbour kept.
-                    const double query_norm = static_cast<float>(query_norms[static_cast<std::size_t>(row)]);
+                    const double query_norm = query_norms[static_cast<std::size_t>(row)];
                     const double bound = query_norm * (1.0 - error_factor) + static_cast<double>(heap.front().first);
                     if (!(bound > last)) {
                         brute_force_row(points, num_dims, num_neighbors, query, indices, distances);
@@ -407,7 +403,7 @@ int nndescent_search(const DenseMatrix<float>& points, int num_dims, const KnnOp
 }
 
 /// Approximate search by the inverted-file search of ivf_knn, then re-ranked.
-int ivf_search(const DenseMatrix<float>& points, int num_dims, const KnnOptions& options, int num_neighbors,
+void ivf_search(const DenseMatrix<float>& points, int num_dims, const KnnOptions& options, int num_neighbors,
                KnnGraph& graph, JobContext& ctx) {
     detail::IvfParams params;
     params.pool = search_pool(options.ivf_extra, num_neighbors, points.rows());
@@ -416,9 +412,7 @@ int ivf_search(const DenseMatrix<float>& points, int num_dims, const KnnOptions&
     params.refine_rounds = options.ivf_refine_rounds;
     params.refine_fanout = options.ivf_refine_fanout;
     params.seed = options.seed;
-    const detail::NnDescentCandidates found = detail::ivf_knn(points, num_dims, params, ctx);
-    rerank(points, num_dims, options, num_neighbors, found, graph, ctx);
-    return found.iterations;
+    rerank(points, num_dims, options, num_neighbors, detail::ivf_knn(points, num_dims, params, ctx), graph, ctx);
 }
 
 int effective_neighbors(int requested, std::int64_t num_cells) {
@@ -464,11 +458,15 @@ void validate(const KnnOptions& options, std::int64_t num_cells, std::int64_t nu
     if (options.nndescent_leaf_size < 2 || options.nndescent_leaf_size > detail::kNnDescentMaxList)
         fail("nndescent_leaf_size must be in [2, " + std::to_string(detail::kNnDescentMaxList) + "], got " +
              std::to_string(options.nndescent_leaf_size));
-    if (options.nndescent_extra < 0) fail("nndescent_extra must be >= 0, got " + std::to_string(options.nndescent_extra));
-    if (static_cast<std::int64_t>(options.num_neighbors) - 1 + options.nndescent_extra > detail::kNnDescentMaxList)
-        fail("nndescent_extra: num_neighbors - 1 + nndescent_extra must be <= " +
-             std::to_string(detail::kNnDescentMaxList) + ", got " +
-             std::to_string(static_cast<std::int64_t>(options.num_neighbors) - 1 + options.nndescent_extra));
+    // The candidate lists of the approximate searches hold num_neighbors - 1 + extra entries.
+    const auto check_extra = [&](const std::string& name, int extra) {
+        if (extra < 0) fail(name + " must be >= 0, got " + std::to_string(extra));
+        const std::int64_t list = static_cast<std::int64_t>(options.num_neighbors) - 1 + extra;
+        if (list > detail::kNnDescentMaxList)
+            fail(name + ": num_neighbors - 1 + " + name + " must be <= " + std::to_string(detail::kNnDescentMaxList) +
+                 ", got " + std::to_string(list));
+    };
+    check_extra("nndescent_extra", options.nndescent_extra);
     if (options.nndescent_max_candidates < 1 || options.nndescent_max_candidates > detail::kNnDescentMaxCandidates)
         fail("nndescent_max_candidates must be in [1, " + std::to_string(detail::kNnDescentMaxCandidates) + "], got " +
              std::to_string(options.nndescent_max_candidates));
@@ -484,10 +482,7 @@ void validate(const KnnOptions& options, std::int64_t num_cells, std::int64_t nu
     if (options.ivf_refine_rounds < 0) fail("ivf_refine_rounds must be >= 0, got " + std::to_string(options.ivf_refine_rounds));
     if (options.ivf_refine_fanout < 1)
         fail("ivf_refine_fanout must be >= 1, got " + std::to_string(options.ivf_refine_fanout));
-    if (options.ivf_extra < 0) fail("ivf_extra must be >= 0, got " + std::to_string(options.ivf_extra));
-    if (static_cast<std::int64_t>(options.num_neighbors) - 1 + options.ivf_extra > detail::kNnDescentMaxList)
-        fail("ivf_extra: num_neighbors - 1 + ivf_extra must be <= " + std::to_string(detail::kNnDescentMaxList) + ", got " +
-             std::to_string(static_cast<std::int64_t>(options.num_neighbors) - 1 + options.ivf_extra));
+    check_extra("ivf_extra", options.ivf_extra);
     if (options.num_partitions < 1) fail("num_partitions must be >= 1, got " + std::to_string(options.num_partitions));
     if (options.recall_sample < 0) fail("recall_sample must be >= 0");
     if (num_cells < 2) throw std::invalid_argument("nearest_neighbors: need at least 2 cells, got " + std::to_string(num_cells));

@@ -29,6 +29,11 @@ void l2_padded_many(const float* query, const float* base, std::size_t stride, c
 /// Columns of a packed point block (dot_tile): blocks are padded to a multiple.
 inline constexpr std::size_t kDotTileWidth = 16;
 
+/// Columns of a packed block holding `count` points: count rounded up to kDotTileWidth.
+constexpr std::size_t dot_tile_columns(std::size_t count) noexcept {
+    return (count + kDotTileWidth - 1) / kDotTileWidth * kDotTileWidth;
+}
+
 /// Dot products of `rows` (1 to 4) query rows with a packed block of points:
 /// products[r * width + j] = sum over k < dims of queries[r][k] * packed[k * width + j],
 /// for j < width (a multiple of kDotTileWidth). The packed block
