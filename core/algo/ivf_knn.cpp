@@ -215,6 +215,17 @@ Rows kmeans(const Rows& rows, std::int64_t num_points, std::size_t dims, int num
 
 }  // namespace
 
+std::vector<double> column_means(const DenseMatrix<float>& points, int num_dims) {
+    const auto dims = static_cast<std::size_t>(num_dims);
+    std::vector<double> mean(dims, 0.0);
+    for (std::int64_t point = 0; point < points.rows(); ++point) {
+        const auto row = points.row(point);
+        for (std::size_t dim = 0; dim < dims; ++dim) mean[dim] += row[dim];
+    }
+    for (auto& value : mean) value /= static_cast<double>(std::max<std::int64_t>(points.rows(), 1));
+    return mean;
+}
+
 NnDescentCandidates ivf_knn(const DenseMatrix<float>& points, int num_dims, const IvfParams& params, JobContext& ctx) {
     const std::int64_t num_points = points.rows();
     const int pool = params.pool;
@@ -234,10 +245,7 @@ NnDescentCandidates ivf_knn(const DenseMatrix<float>& points, int num_dims, cons
     Rows input;
     input.stride = l2_padded_size(dims);
     {
-        std::vector<double> mean(dims, 0.0);
-        for (std::int64_t point = 0; point < num_points; ++point)
-            for (std::size_t dim = 0; dim < dims; ++dim) mean[dim] += points.row(point)[dim];
-        for (auto& value : mean) value /= static_cast<double>(num_points);
+        const std::vector<double> mean = column_means(points, num_dims);
         input.values.resize(static_cast<std::size_t>(num_points) * input.stride);
         input.sq_norms.resize(static_cast<std::size_t>(num_points));
         tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, num_points, 4096), [&](const tbb::blocked_range<std::int64_t>& range) {

@@ -5,6 +5,7 @@
 /// `probes` nearest clusters; then every list is improved by its neighbours' neighbours.
 /// Used by nearest_neighbors (KnnMethod::Ivf), which re-ranks the candidates in double.
 #include <cstdint>
+#include <vector>
 
 #include "core/algo/nn_descent.hpp"
 #include "core/types/DenseMatrix.hpp"
@@ -31,6 +32,10 @@ struct IvfParams {
     int refine_fanout = 10;
     std::uint64_t seed = 0;         ///< k-means sample and initial centres
 };
+
+/// Means of the first num_dims columns of `points`, summed in double in row order (the
+/// centre the float screens of the exact and IVF searches subtract; 0 rows: zeros).
+std::vector<double> column_means(const DenseMatrix<float>& points, int num_dims);
 
 /// The `pool` approximate nearest neighbours of every row of `points` (first num_dims
 /// columns), euclidean, in the layout nn_descent returns (iterations = refine rounds

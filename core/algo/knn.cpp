@@ -96,12 +96,7 @@ Screen make_screen(const DenseMatrix<float>& points, int num_dims, double error_
     Screen screen;
     screen.num_dims = static_cast<std::size_t>(num_dims);
     const std::size_t dims = screen.num_dims;
-    screen.mean.assign(dims, 0.0);
-    for (std::int64_t cell = 0; cell < num_cells; ++cell) {
-        const auto row = points.row(cell);
-        for (std::size_t dim = 0; dim < dims; ++dim) screen.mean[dim] += row[dim];
-    }
-    for (auto& value : screen.mean) value /= static_cast<double>(std::max<std::int64_t>(num_cells, 1));
+    screen.mean = detail::column_means(points, num_dims);
     const std::int64_t full_blocks = num_cells / kPointBlock;
     const std::size_t total_columns =
         static_cast<std::size_t>(full_blocks * kPointBlock) + detail::dot_tile_columns(static_cast<std::size_t>(num_cells - full_blocks * kPointBlock));
