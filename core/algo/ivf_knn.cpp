@@ -226,7 +226,7 @@ std::vector<double> column_means(const DenseMatrix<float>& points, int num_dims)
     return mean;
 }
 
-NnDescentCandidates ivf_knn(const DenseMatrix<float>& points, int num_dims, const IvfParams& params, JobContext& ctx) {
+KnnCandidates ivf_knn(const DenseMatrix<float>& points, int num_dims, const IvfParams& params, JobContext& ctx) {
     const std::int64_t num_points = points.rows();
     const int pool = params.pool;
     const auto fail = [](const std::string& problem) { throw std::invalid_argument("ivf_knn: " + problem); };
@@ -461,7 +461,7 @@ NnDescentCandidates ivf_knn(const DenseMatrix<float>& points, int num_dims, cons
     }
     ctx.report(0.9);
 
-    NnDescentCandidates result;
+    KnnCandidates result;
     result.pool = pool;
     result.iterations = rounds_run;
     result.indices.assign(static_cast<std::size_t>(num_points) * static_cast<std::size_t>(pool), -1);

@@ -40,7 +40,7 @@ std::vector<double> column_means(const DenseMatrix<float>& points, int num_dims)
 /// The `pool` approximate nearest neighbours of every row of `points` (first num_dims
 /// columns), euclidean, in the layout nn_descent returns (iterations = refine rounds
 /// run). Deterministic: the result depends on the seed only, not on the threads.
-NnDescentCandidates ivf_knn(const DenseMatrix<float>& points, int num_dims, const IvfParams& params, JobContext& ctx);
+KnnCandidates ivf_knn(const DenseMatrix<float>& points, int num_dims, const IvfParams& params, JobContext& ctx);
 
 }  // namespace detail
 }  // namespace fathom

@@ -341,7 +341,7 @@ void hnsw_search(const DenseMatrix<float>& points, int num_dims, const KnnOption
 /// double-precision distance (the contract of exact_neighbors); a cell left with too
 /// few candidates gets a brute-force row. Each partition's rows depend on `found` only.
 void rerank(const DenseMatrix<float>& points, int num_dims, const KnnOptions& options, int num_neighbors,
-            const detail::NnDescentCandidates& found, KnnGraph& graph, JobContext& ctx) {
+            const detail::KnnCandidates& found, KnnGraph& graph, JobContext& ctx) {
     const std::int64_t num_cells = points.rows();
     const int pool = found.pool;
     std::atomic<std::int64_t> queries_done{0};
@@ -392,7 +392,7 @@ int nndescent_search(const DenseMatrix<float>& points, int num_dims, const KnnOp
     params.delta = options.nndescent_delta;
     params.search_ef = options.nndescent_search_ef;
     params.seed = options.seed;
-    const detail::NnDescentCandidates found = detail::nn_descent(points, num_dims, params, ctx);
+    const detail::KnnCandidates found = detail::nn_descent(points, num_dims, params, ctx);
     rerank(points, num_dims, options, num_neighbors, found, graph, ctx);
     return found.iterations;
 }

@@ -381,7 +381,7 @@ void graph_search(const PaddedRows& rows, NeighborLists& lists, int search_ef, J
 
 }  // namespace
 
-NnDescentCandidates nn_descent(const DenseMatrix<float>& points, int num_dims, const NnDescentParams& params,
+KnnCandidates nn_descent(const DenseMatrix<float>& points, int num_dims, const NnDescentParams& params,
                                JobContext& ctx) {
     const std::int64_t num_points = points.rows();
     const int pool = params.pool;
@@ -489,7 +489,7 @@ NnDescentCandidates nn_descent(const DenseMatrix<float>& points, int num_dims, c
     CandidateLists new_candidates(num_points, max_candidates);
     CandidateLists old_candidates(num_points, max_candidates);
     const auto threshold = static_cast<std::int64_t>(params.delta * static_cast<double>(num_points) * pool);
-    NnDescentCandidates result;
+    KnnCandidates result;
     for (int round = 0; round < params.max_iterations; ++round) {
         new_candidates.clear();
         old_candidates.clear();

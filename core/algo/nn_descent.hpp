@@ -39,8 +39,9 @@ struct NnDescentParams {
     std::uint64_t seed = 0;   ///< trees and candidate sampling
 };
 
-/// What nn_descent found.
-struct NnDescentCandidates {
+/// Candidate neighbour lists of an approximate search (nn_descent, ivf_knn), before the
+/// re-ranking that nearest_neighbors applies.
+struct KnnCandidates {
     int pool = 0;                       ///< entries per point
     /// num_cells x pool row indices of `points` (in no particular order); -1 where fewer
     /// than pool neighbours were found. Never the point itself.
@@ -48,7 +49,7 @@ struct NnDescentCandidates {
     /// num_cells x pool squared euclidean distances matching `indices`, computed in
     /// double from the float coordinates (sum over the columns in order).
     std::vector<double> sq_distances;
-    int iterations = 0;                 ///< NN-descent rounds run
+    int iterations = 0;                 ///< rounds run (NN-descent rounds, IVF refinement passes)
 };
 
 /// The `pool` approximate nearest neighbours of every row of `points` (first num_dims
@@ -57,7 +58,7 @@ struct NnDescentCandidates {
 /// padded for l2_padded_many. Deterministic: the result depends on the seed only, not
 /// on the number of threads (every round's outcome is the `pool` smallest of a set of
 /// proposals fixed at the start of the round, keyed by (float distance, index)).
-NnDescentCandidates nn_descent(const DenseMatrix<float>& points, int num_dims, const NnDescentParams& params,
+KnnCandidates nn_descent(const DenseMatrix<float>& points, int num_dims, const NnDescentParams& params,
                                JobContext& ctx);
 
 }  // namespace detail

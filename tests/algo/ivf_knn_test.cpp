@@ -104,7 +104,7 @@ TEST(IvfKnn, BitIdenticalAcrossThreadsAndPartitions) {
     params.pool = 16;
     params.cluster_size = 100;
     params.seed = 5;
-    detail::NnDescentCandidates single;
+    detail::KnnCandidates single;
     {
         const tbb::global_control one(tbb::global_control::max_allowed_parallelism, 1);
         single = detail::ivf_knn(points, 20, params, ctx);

@@ -89,7 +89,7 @@ inline double recall_from(const DenseMatrix<float>& points, const KnnResult& app
 
 /// Every cell's candidate list is full (`pool` entries), of distinct other cells, with
 /// the double-precision squared distance over the first `dims` coordinates.
-inline void expect_full_candidate_lists(const DenseMatrix<float>& points, const detail::NnDescentCandidates& found,
+inline void expect_full_candidate_lists(const DenseMatrix<float>& points, const detail::KnnCandidates& found,
                                         int pool, int dims) {
     ASSERT_EQ(found.pool, pool);
     ASSERT_EQ(found.indices.size(), static_cast<std::size_t>(points.rows()) * static_cast<std::size_t>(pool));
