@@ -23,7 +23,7 @@
 #include <CLI/CLI.hpp>
 
 #include "core/algo/leiden.hpp"
-#include "core/engine/JobContext.hpp"
+#include "core/types/JobContext.hpp"
 #include "core/io/RowSource.hpp"
 
 namespace {

@@ -45,7 +45,7 @@
 #include "core/algo/neighbors.hpp"
 #include "core/algo/spectral.hpp"
 #include "core/algo/umap.hpp"
-#include "core/engine/JobContext.hpp"
+#include "core/types/JobContext.hpp"
 #include "core/io/RowSource.hpp"
 
 namespace {

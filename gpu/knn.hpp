@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <span>
 
-#include "core/engine/JobContext.hpp"
+#include "core/types/JobContext.hpp"
 
 namespace fathom::gpu {
 

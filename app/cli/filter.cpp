@@ -16,7 +16,7 @@
 #include "app/cli/commands.hpp"
 #include "core/algo/gene_filter.hpp"
 #include "core/backend/ShardSet.hpp"
-#include "core/engine/JobContext.hpp"
+#include "core/types/JobContext.hpp"
 #include "core/io/RowSource.hpp"
 #include "core/io/errors.hpp"
 

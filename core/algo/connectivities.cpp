@@ -10,7 +10,7 @@
 #include <string>
 #include <utility>
 
-#include "core/engine/JobContext.hpp"
+#include "core/types/JobContext.hpp"
 
 namespace fathom {
 

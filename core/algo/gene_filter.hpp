@@ -27,7 +27,7 @@
 #include <vector>
 
 #include "core/backend/ShardSet.hpp"
-#include "core/engine/JobContext.hpp"
+#include "core/types/JobContext.hpp"
 
 namespace fathom {
 

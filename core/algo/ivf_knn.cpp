@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "core/algo/l2_kernel.hpp"
-#include "core/engine/JobContext.hpp"
+#include "core/types/JobContext.hpp"
 #include "core/memory/uninitialized.hpp"
 
 namespace fathom::detail {

@@ -20,7 +20,7 @@
 #include "core/algo/l2_kernel.hpp"
 #include "core/algo/nn_descent.hpp"
 #include "core/data/ShardedCsr.hpp"
-#include "core/engine/JobContext.hpp"
+#include "core/types/JobContext.hpp"
 
 namespace fathom {
 

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "core/algo/leiden_optimiser.hpp"
-#include "core/engine/JobContext.hpp"
+#include "core/types/JobContext.hpp"
 
 #ifdef FATHOM_HAVE_IGRAPH
 #include <igraph/igraph.h>

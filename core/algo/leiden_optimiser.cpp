@@ -15,7 +15,7 @@
 #include <type_traits>
 #include <utility>
 
-#include "core/engine/JobContext.hpp"
+#include "core/types/JobContext.hpp"
 #include "core/memory/uninitialized.hpp"
 
 #ifdef FATHOM_HAVE_IGRAPH

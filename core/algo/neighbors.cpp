@@ -1,6 +1,6 @@
 #include "core/algo/neighbors.hpp"
 
-#include "core/engine/JobContext.hpp"
+#include "core/types/JobContext.hpp"
 
 namespace fathom {
 

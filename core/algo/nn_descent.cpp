@@ -17,7 +17,7 @@
 #include <string>
 
 #include "core/algo/l2_kernel.hpp"
-#include "core/engine/JobContext.hpp"
+#include "core/types/JobContext.hpp"
 
 namespace fathom::detail {
 

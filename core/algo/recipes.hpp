@@ -14,7 +14,7 @@
 #include "core/algo/qc.hpp"
 #include "core/algo/scale.hpp"
 #include "core/backend/ShardSet.hpp"
-#include "core/engine/JobContext.hpp"
+#include "core/types/JobContext.hpp"
 
 namespace fathom {
 

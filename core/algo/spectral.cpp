@@ -13,7 +13,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "core/engine/JobContext.hpp"
+#include "core/types/JobContext.hpp"
 #include "core/types/errors.hpp"
 
 namespace fathom {

@@ -15,7 +15,7 @@
 
 #include "core/algo/fast_pow.hpp"
 #include "core/algo/spectral.hpp"
-#include "core/engine/JobContext.hpp"
+#include "core/types/JobContext.hpp"
 
 namespace fathom {
 

@@ -30,7 +30,7 @@
 #include <vector>
 
 #include "core/data/CsrShard.hpp"
-#include "core/engine/JobContext.hpp"
+#include "core/types/JobContext.hpp"
 #include "core/types/DenseMatrix.hpp"
 
 namespace fathom {

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "core/data/CsrShard.hpp"
-#include "core/engine/JobContext.hpp"
+#include "core/types/JobContext.hpp"
 
 namespace fathom::detail {
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "core/engine/JobContext.hpp"
+#include "core/types/JobContext.hpp"
 
 namespace fathom {
 

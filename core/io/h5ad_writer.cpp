@@ -13,7 +13,7 @@
 #include <stdexcept>
 #include <system_error>
 
-#include "core/engine/JobContext.hpp"
+#include "core/types/JobContext.hpp"
 #include "core/io/CsrAppender.hpp"
 #include "core/io/detail/hdf5_write.hpp"
 #include "core/io/detail/atomic_output.hpp"

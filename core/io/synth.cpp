@@ -11,7 +11,7 @@
 #include <tbb/info.h>
 #include <tbb/parallel_pipeline.h>
 
-#include "core/engine/JobContext.hpp"
+#include "core/types/JobContext.hpp"
 #include "core/io/h5ad_writer.hpp"
 #include "core/io/tenx_h5_writer.hpp"
 

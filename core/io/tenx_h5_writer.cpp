@@ -4,7 +4,7 @@
 #include <optional>
 #include <stdexcept>
 
-#include "core/engine/JobContext.hpp"
+#include "core/types/JobContext.hpp"
 #include "core/io/CsrAppender.hpp"
 #include "core/io/detail/atomic_output.hpp"
 #include "core/io/detail/hdf5_write.hpp"

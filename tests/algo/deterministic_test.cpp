@@ -12,7 +12,7 @@
 
 #include "core/algo/neighbors.hpp"
 #include "core/algo/umap.hpp"
-#include "core/engine/JobContext.hpp"
+#include "core/types/JobContext.hpp"
 #include "tests/support/npy.hpp"
 #include "tests/support/paths.hpp"
 

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "core/algo/gene_filter.hpp"
-#include "core/engine/JobContext.hpp"
+#include "core/types/JobContext.hpp"
 #include "core/io/RowSource.hpp"
 #include "tests/algo/algo_helpers.hpp"
 #include "tests/support/paths.hpp"

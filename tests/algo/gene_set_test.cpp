@@ -15,7 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/algo/gene_set.hpp"
-#include "core/engine/JobContext.hpp"
+#include "core/types/JobContext.hpp"
 #include "tests/algo/algo_helpers.hpp"
 #include "tests/support/paths.hpp"
 #include "tests/support/python.hpp"

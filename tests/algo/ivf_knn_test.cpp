@@ -13,7 +13,7 @@
 
 #include "core/algo/ivf_knn.hpp"
 #include "core/algo/knn.hpp"
-#include "core/engine/JobContext.hpp"
+#include "core/types/JobContext.hpp"
 #include "tests/algo/knn_checks.hpp"
 #include "tests/support/npy.hpp"
 #include "tests/support/paths.hpp"

@@ -16,7 +16,7 @@
 
 #include "core/algo/knn.hpp"
 #include "core/algo/nn_descent.hpp"
-#include "core/engine/JobContext.hpp"
+#include "core/types/JobContext.hpp"
 #include "core/types/DenseMatrix.hpp"
 #include "tests/support/simulate.hpp"
 

@@ -12,7 +12,7 @@
 
 #include "core/algo/leiden.hpp"
 #include "core/algo/neighbors.hpp"
-#include "core/engine/JobContext.hpp"
+#include "core/types/JobContext.hpp"
 #include "tests/support/graph_metrics.hpp"
 #include "tests/support/npy.hpp"
 #include "tests/support/paths.hpp"

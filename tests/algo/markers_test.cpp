@@ -15,7 +15,7 @@
 #include "core/algo/markers.hpp"
 #include "core/algo/recipes.hpp"
 #include "core/algo/scale.hpp"
-#include "core/engine/JobContext.hpp"
+#include "core/types/JobContext.hpp"
 #include "core/io/RowSource.hpp"
 #include "tests/algo/algo_helpers.hpp"
 #include "tests/support/paths.hpp"

@@ -16,7 +16,7 @@
 #include "core/algo/connectivities.hpp"
 #include "core/algo/knn.hpp"
 #include "core/algo/neighbors.hpp"
-#include "core/engine/JobContext.hpp"
+#include "core/types/JobContext.hpp"
 #include "tests/support/graph_metrics.hpp"
 #include "tests/support/npy.hpp"
 #include "tests/support/paths.hpp"

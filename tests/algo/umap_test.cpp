@@ -16,7 +16,7 @@
 #include "core/algo/neighbors.hpp"
 #include "core/algo/spectral.hpp"
 #include "core/algo/umap.hpp"
-#include "core/engine/JobContext.hpp"
+#include "core/types/JobContext.hpp"
 #include "core/types/errors.hpp"
 #include "tests/support/graph_metrics.hpp"
 #include "tests/support/npy.hpp"

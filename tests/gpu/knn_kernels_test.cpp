@@ -5,7 +5,7 @@
 #include <random>
 
 #include "core/algo/knn.hpp"
-#include "core/engine/JobContext.hpp"
+#include "core/types/JobContext.hpp"
 #include "gpu/knn_kernels.hpp"
 
 namespace fathom::test {

@@ -7,7 +7,7 @@
 
 #include "core/algo/neighbors.hpp"
 #include "core/algo/umap.hpp"
-#include "core/engine/JobContext.hpp"
+#include "core/types/JobContext.hpp"
 #include "gpu/umap_kernels.hpp"
 
 namespace fathom::test {

@@ -10,7 +10,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
-#include "core/engine/JobContext.hpp"
+#include "core/types/JobContext.hpp"
 #include "core/io/ShardedCsrSource.hpp"
 #include "core/io/h5ad_writer.hpp"
 #include "core/io/detail/hdf5.hpp"

@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <tbb/global_control.h>
 
-#include "core/engine/JobContext.hpp"
+#include "core/types/JobContext.hpp"
 #include "core/io/RowSource.hpp"
 #include "core/io/detail/hdf5.hpp"
 #include "core/io/synth.hpp"

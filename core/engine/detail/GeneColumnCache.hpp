@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "core/engine/Engine.hpp"
-#include "core/engine/JobContext.hpp"
+#include "core/types/JobContext.hpp"
 
 namespace fathom::detail {
 

@@ -9,7 +9,7 @@
 #include <stdexcept>
 #include <system_error>
 
-#include "core/engine/JobContext.hpp"
+#include "core/types/JobContext.hpp"
 #include "core/io/errors.hpp"
 
 namespace fathom::io::detail {

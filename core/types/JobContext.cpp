@@ -1,4 +1,4 @@
-#include "core/engine/JobContext.hpp"
+#include "core/types/JobContext.hpp"
 
 #include <algorithm>
 
