@@ -2,30 +2,13 @@
 /// Cell and gene filters, as scanpy's pp.filter_cells / pp.filter_genes. Computing a
 /// filter returns a mask; applying it subsets the shards.
 #include <cstdint>
-#include <optional>
 #include <vector>
 
 #include "core/backend/ShardSet.hpp"
 #include "core/types/JobContext.hpp"
+#include "core/types/filter_options.hpp"
 
 namespace fathom {
-
-/// Thresholds for filter_cells. Unlike scanpy (which takes one threshold per call),
-/// several may be set: a cell must pass all of them. At least one must be set.
-struct FilterCellsOptions {
-    std::optional<double> min_counts;        ///< keep cells with total counts >= min_counts
-    std::optional<double> max_counts;        ///< keep cells with total counts <= max_counts
-    std::optional<std::int64_t> min_genes;   ///< keep cells with >= min_genes expressed genes
-    std::optional<std::int64_t> max_genes;   ///< keep cells with <= max_genes expressed genes
-};
-
-/// Thresholds for filter_genes; at least one must be set, all must pass.
-struct FilterGenesOptions {
-    std::optional<double> min_counts;        ///< keep genes with total counts >= min_counts
-    std::optional<double> max_counts;        ///< keep genes with total counts <= max_counts
-    std::optional<std::int64_t> min_cells;   ///< keep genes expressed in >= min_cells cells
-    std::optional<std::int64_t> max_cells;   ///< keep genes expressed in <= max_cells cells
-};
 
 /// A computed filter: which rows (cells) or columns (genes) to keep, with the
 /// statistics it used (scanpy stores them as obs['n_counts'] / obs['n_genes'] or

@@ -28,6 +28,7 @@
 
 #include "core/backend/ShardSet.hpp"
 #include "core/types/JobContext.hpp"
+#include "core/types/gene_filter_options.hpp"
 
 namespace fathom {
 
@@ -163,20 +164,6 @@ private:
 /// Gene index of every FilterExpression::genes entry, in that order. Throws
 /// UnknownGeneError naming every gene that `lookup` does not know.
 std::vector<std::int32_t> resolve_filter_genes(const FilterExpression& expression, const GeneLookup& lookup);
-
-/// Which values the comparisons see.
-enum class FilterLayer {
-    Counts,   ///< X as stored
-    LogNorm,  ///< ln(1 + x * target_sum / cell total); 0 for a cell with total 0
-};
-
-/// Options of evaluate_filter on shards.
-struct GeneFilterOptions {
-    FilterLayer layer = FilterLayer::LogNorm;
-    /// LogNorm: counts per cell after scaling (scanpy normalize_total(target_sum=1e4)
-    /// followed by log1p, computed per value without changing the matrix).
-    double target_sum = 1e4;
-};
 
 /// Throws std::invalid_argument naming the field ("GeneFilterOptions::target_sum must be > 0").
 void validate(const GeneFilterOptions& options);

@@ -9,25 +9,9 @@
 
 #include "core/backend/ShardSet.hpp"
 #include "core/types/JobContext.hpp"
+#include "core/types/gene_set_options.hpp"
 
 namespace fathom {
-
-/// Options of score_gene_set. Names follow scanpy 1.9 tl.score_genes.
-struct GeneSetScoreOptions {
-    /// LogNorm scaling: counts per cell after normalising (scanpy normalize_total's
-    /// target_sum), > 0.
-    double target_sum = 1e4;
-    /// false: the score is the mean of the set's values (the default). true: scanpy's
-    /// score_genes, the mean of the set minus the mean of a control set.
-    bool subtract_control = false;
-    /// score_genes: control genes drawn from each expression bin that holds a set
-    /// gene (all of the bin's genes when it has fewer), >= 1.
-    int ctrl_size = 50;
-    /// score_genes: number of expression bins of the genes' mean values, >= 2.
-    int n_bins = 25;
-    /// score_genes: numpy's legacy np.random.seed(random_state) before the draws.
-    std::uint32_t random_state = 0;
-};
 
 /// Throws std::invalid_argument naming the field.
 void validate(const GeneSetScoreOptions& options);

@@ -6,16 +6,11 @@
 #include "core/algo/knn.hpp"
 #include "core/algo/knn_graph.hpp"
 #include "core/types/DenseMatrix.hpp"
+#include "core/types/neighbors_options.hpp"
 
 namespace fathom {
 
 class JobContext;
-
-/// Options of the neighbours step.
-struct NeighborsOptions {
-    KnnOptions knn;                         ///< n_neighbors, n_pcs, search method
-    ConnectivitiesOptions connectivities;   ///< umap's fuzzy_simplicial_set parameters
-};
 
 /// Throws std::invalid_argument naming the field.
 void validate(const NeighborsOptions& options, std::int64_t num_cells, std::int64_t num_dims);

@@ -5,41 +5,19 @@
 /// factor is 1 / (counts / target), computed in the precision scanpy uses for the
 /// matrix's dtype (see integer_dtype), and each value becomes float32(value * factor).
 #include <cstdint>
-#include <optional>
 #include <vector>
 
 #include "core/backend/ShardSet.hpp"
 #include "core/types/JobContext.hpp"
+#include "core/types/normalize_options.hpp"
 
 namespace fathom {
-
-/// Options of normalize_total (scanpy 1.9 defaults; exclude_highly_expressed is not
-/// supported).
-struct NormalizeTotalOptions {
-    /// Total each cell is scaled to; unset = the median of the totals of cells with a
-    /// non-zero total (scanpy: np.median(counts[counts > 0])). > 0 when set.
-    std::optional<double> target_sum;
-    /// scanpy held X as an integer array (an h5ad with int32/int64 X; scanpy's 10x and
-    /// Matrix Market readers give float32). scanpy then sums into int64 and takes the
-    /// median and the factors in float64; for float32 X everything is float32.
-    bool integer_dtype = false;
-};
 
 /// What normalize_total did.
 struct NormalizeTotalResult {
     std::vector<double> counts_per_cell;   ///< totals before normalising (num_cells)
     double target_sum = 0.0;               ///< the target used
     std::vector<double> factors;           ///< per cell: the factor its values were multiplied by
-};
-
-/// Options of normalize_per_cell (scanpy 1.9 pp.normalize_per_cell).
-struct NormalizePerCellOptions {
-    /// Target total; unset = the median of the totals of the cells kept.
-    std::optional<double> counts_per_cell_after;
-    /// Cells with a total below this are removed first (scanpy's default min_counts=1).
-    double min_counts = 1.0;
-    /// As NormalizeTotalOptions::integer_dtype.
-    bool integer_dtype = false;
 };
 
 /// What normalize_per_cell did.

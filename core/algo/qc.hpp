@@ -8,15 +8,9 @@
 
 #include "core/backend/ShardSet.hpp"
 #include "core/types/JobContext.hpp"
+#include "core/types/qc_options.hpp"
 
 namespace fathom {
-
-/// Options of calculate_qc_metrics.
-struct QcOptions {
-    /// A gene is mitochondrial when its name starts with one of these prefixes
-    /// (scanpy tutorials: var_names.str.startswith("MT-"); "mt-" for mouse).
-    std::vector<std::string> mito_prefixes{"MT-", "mt-"};
-};
 
 /// Per-cell and per-gene QC metrics, named as scanpy's obs / var columns.
 struct QcResult {

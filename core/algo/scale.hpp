@@ -8,16 +8,9 @@
 
 #include "core/backend/ShardSet.hpp"
 #include "core/types/JobContext.hpp"
+#include "core/types/scale_options.hpp"
 
 namespace fathom {
-
-/// Options of scale.
-struct ScaleOptions {
-    /// Clip standardised values above this (scanpy 1.9: upper clip only). > 0 when set.
-    std::optional<double> max_value;
-    /// Also clip below at -max_value (scanpy >= 1.10 does when zero-centring).
-    bool clip_below = false;
-};
 
 /// The standardisation z = (x - mean) / std of every gene of the current matrix.
 struct ScaleResult {

@@ -1,0 +1,80 @@
+#pragma once
+/// Options of UMAP (core/algo/umap.hpp).
+#include <cstdint>
+#include <functional>
+
+#include "core/types/DenseMatrix.hpp"
+#include "core/types/spectral_options.hpp"
+
+namespace fathom {
+
+class JobContext;
+struct UmapSgdProblem;
+
+/// How the embedding starts.
+enum class UmapInit {
+    Spectral,  ///< umap's spectral_layout of the pruned graph (scanpy's init_pos='spectral')
+    Random,    ///< uniform in [-10, 10) (umap's init='random')
+};
+
+/// UmapParallelism::Auto runs the deterministic SGD up to this many cells (scanpy's
+/// 500-epoch regime), Hogwild above.
+inline constexpr std::int64_t kUmapDeterministicMaxCells = 10000;
+
+/// How the SGD runs.
+enum class UmapParallelism {
+    /// Deterministic up to kUmapDeterministicMaxCells cells, Hogwild above. On small
+    /// graphs Hogwild's unsynchronised updates collide often enough to cost layout
+    /// quality (about 0.004 trustworthiness on 1k-cell data) for little speed (the whole
+    /// SGD takes about a second there).
+    Auto,
+    /// Heads (rows of the graph) split across threads with lock-free (Hogwild) updates,
+    /// as umap's parallel=True: fastest; results depend on thread timing. A head's
+    /// attractions and negative samples of an epoch are evaluated at its position when
+    /// its row starts and applied together (vectorised; single-precision schedules).
+    Hogwild,
+    /// Same result for a seed on any number of threads: every epoch reads the positions
+    /// of the epoch start (each edge's pull on the other end is applied by that end's own
+    /// copy of the edge), vertices are updated in parallel, and negative samples come
+    /// from a generator keyed on (seed, epoch, vertex).
+    Deterministic,
+    /// umap's parallel=False loop on one thread, edge by edge in order (reference).
+    Sequential,
+};
+
+/// Options of UMAP (scanpy's tl.umap names and defaults).
+struct UmapOptions {
+    int num_components = 2;            ///< n_components; >= 1
+    double min_dist = 0.5;             ///< scanpy's default; >= 0
+    double spread = 1.0;               ///< > 0
+    /// Curve parameters; both 0 = fitted from min_dist and spread (find_ab_params).
+    double a = 0.0;
+    double b = 0.0;
+    /// Epochs; 0 = scanpy's default: 500 when num_cells <= 10000, else 200.
+    int num_epochs = 0;
+    double learning_rate = 1.0;        ///< alpha, > 0
+    double repulsion_strength = 1.0;   ///< gamma, >= 0
+    int negative_sample_rate = 5;      ///< >= 0
+    UmapInit init = UmapInit::Spectral;
+    std::uint64_t seed = 0;            ///< random_state
+    UmapParallelism parallelism = UmapParallelism::Auto;
+    /// Call on_epoch every this many epochs (and after the last); 0 = only after the last.
+    int publish_every = 10;
+    /// Receives intermediate embeddings (cells x num_components) on the calling thread.
+    std::function<void(int epoch, const DenseMatrix<float>& embedding)> on_epoch;
+    /// Deterministic mode only: an accelerator's SGD (the CUDA backend's, set by the
+    /// engine when the shards are on GPUs) run instead of the CPU epochs. It updates
+    /// `embedding` in place under UmapSgdProblem's contract, calls publish(epochs_done)
+    /// with the embedding current, and returns true; false = declined, the CPU runs.
+    std::function<bool(const UmapSgdProblem& problem, DenseMatrix<float>& embedding,
+                       const std::function<void(int epochs_done)>& publish, JobContext& ctx)>
+        accelerated_sgd;
+    /// Spectral init only: an accelerator's sparse product for the eigensolver
+    /// (SpectralOptions::accelerated_operator; the engine sets it when the shards are on
+    /// GPUs). Empty = the host multiplies.
+    decltype(SpectralOptions::accelerated_operator) accelerated_spectral_operator;
+    /// Equal when every field is equal.
+    friend bool operator==(const UmapOptions&, const UmapOptions&) = default;
+};
+
+}  // namespace fathom
