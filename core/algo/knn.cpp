@@ -19,6 +19,7 @@
 #include "core/algo/ivf_knn.hpp"
 #include "core/algo/l2_kernel.hpp"
 #include "core/algo/nn_descent.hpp"
+#include "core/backend/Accelerator.hpp"
 #include "core/data/ShardedCsr.hpp"
 #include "core/types/JobContext.hpp"
 
@@ -526,7 +527,8 @@ double knn_recall(const KnnGraph& approximate, const KnnGraph& exact_rows, const
     return total / static_cast<double>(sample.size());
 }
 
-KnnResult nearest_neighbors(const DenseMatrix<float>& points, const KnnOptions& options, JobContext& ctx) {
+KnnResult nearest_neighbors(const DenseMatrix<float>& points, const KnnOptions& options, JobContext& ctx,
+                            const Accelerator* accelerator) {
     validate(options, points.rows(), points.cols());
     const std::int64_t num_cells = points.rows();
     const int num_dims = options.num_pcs == 0 ? static_cast<int>(points.cols()) : options.num_pcs;
@@ -540,14 +542,24 @@ KnnResult nearest_neighbors(const DenseMatrix<float>& points, const KnnOptions& 
     KnnGraph& graph = result.graph;
     graph.num_cells = num_cells;
     graph.num_neighbors = num_neighbors;
-    graph.indices.resize(static_cast<std::size_t>(num_cells) * static_cast<std::size_t>(num_neighbors));
-    graph.distances.resize(graph.indices.size());
+    const std::size_t entries = static_cast<std::size_t>(num_cells) * static_cast<std::size_t>(num_neighbors);
+    graph.indices.resize(entries);
+    graph.distances.resize(entries);
 
-    if ((options.method == KnnMethod::Auto || options.method == KnnMethod::Exact) && options.accelerated_exact &&
-        options.accelerated_exact(points, num_dims, graph, ctx)) {
-        result.method_used = KnnMethod::Exact;
-        result.recall = 1.0;
-        return result;
+    if ((options.method == KnnMethod::Auto || options.method == KnnMethod::Exact) && accelerator != nullptr) {
+        if (accelerator->exact_knn(points, num_dims, num_neighbors, graph.indices, graph.distances, ctx)) {
+            if (graph.indices.size() != entries || graph.distances.size() != entries)
+                throw std::runtime_error("nearest_neighbors: the accelerator (" + accelerator->name() + ") returned " +
+                                         std::to_string(graph.indices.size()) + " indices and " +
+                                         std::to_string(graph.distances.size()) + " distances; expected " +
+                                         std::to_string(entries));
+            result.method_used = KnnMethod::Exact;
+            result.recall = 1.0;
+            return result;
+        }
+        // A declining accelerator may have written the tables: the CPU starts from zeros.
+        graph.indices.assign(entries, 0);
+        graph.distances.assign(entries, 0.0f);
     }
     if (result.method_used == KnnMethod::Exact) {
         // Each partition (device) searches its queries against all points; the search

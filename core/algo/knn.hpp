@@ -13,6 +13,7 @@
 
 namespace fathom {
 
+class Accelerator;
 class JobContext;
 
 /// Name of a method as the CLI spells it: "auto", "exact", "hnsw", "nndescent", "ivf".
@@ -44,7 +45,13 @@ struct KnnResult {
 /// Nearest neighbours of every row of `points` (cells x components, e.g. X_pca) among
 /// all rows, euclidean distance. Distances are computed in double from the float
 /// coordinates and stored as float.
-KnnResult nearest_neighbors(const DenseMatrix<float>& points, const KnnOptions& options, JobContext& ctx);
+///
+/// `accelerator` (may be null: the CPU searches): with method Exact or Auto, at any
+/// number of cells, Accelerator::exact_knn searches instead of the CPU (e.g. on the
+/// GPUs that hold the shards) under the contract of exact_neighbors; method_used is
+/// then Exact. A decline leaves the search to the CPU.
+KnnResult nearest_neighbors(const DenseMatrix<float>& points, const KnnOptions& options, JobContext& ctx,
+                            const Accelerator* accelerator = nullptr);
 
 /// Exact k nearest neighbours (self first) of the query rows [query_begin, query_end)
 /// of `points` among all rows, using the first `num_dims` columns. One partition's

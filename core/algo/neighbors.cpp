@@ -9,10 +9,11 @@ void validate(const NeighborsOptions& options, std::int64_t num_cells, std::int6
     validate(options.connectivities);
 }
 
-NeighborsResult neighbors(const DenseMatrix<float>& points, const NeighborsOptions& options, JobContext& ctx) {
+NeighborsResult neighbors(const DenseMatrix<float>& points, const NeighborsOptions& options, JobContext& ctx,
+                          const Accelerator* accelerator) {
     validate(options, points.rows(), points.cols());
     NeighborsResult result;
-    result.knn = nearest_neighbors(points, options.knn, ctx);
+    result.knn = nearest_neighbors(points, options.knn, ctx, accelerator);
     result.distances = distances_graph(result.knn.graph);
     auto fuzzy = fuzzy_simplicial_set(result.knn.graph, options.connectivities, ctx);
     result.connectivities = std::move(fuzzy.connectivities);

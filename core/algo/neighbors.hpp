@@ -10,6 +10,7 @@
 
 namespace fathom {
 
+class Accelerator;
 class JobContext;
 
 /// Throws std::invalid_argument naming the field.
@@ -24,7 +25,9 @@ struct NeighborsResult {
     std::vector<float> rhos;    ///< per cell nearest-neighbour distance (umap's rhos)
 };
 
-/// Runs nearest_neighbors, distances_graph and fuzzy_simplicial_set in turn.
-NeighborsResult neighbors(const DenseMatrix<float>& points, const NeighborsOptions& options, JobContext& ctx);
+/// Runs nearest_neighbors (with `accelerator`, which may be null), distances_graph and
+/// fuzzy_simplicial_set in turn.
+NeighborsResult neighbors(const DenseMatrix<float>& points, const NeighborsOptions& options, JobContext& ctx,
+                          const Accelerator* accelerator = nullptr);
 
 }  // namespace fathom

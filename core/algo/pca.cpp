@@ -12,6 +12,7 @@
 #include <Spectra/SymEigsSolver.h>
 
 #include "core/algo/pca_eigen.hpp"
+#include "core/backend/Accelerator.hpp"
 
 namespace fathom {
 
@@ -175,7 +176,8 @@ void validate(const PcaOptions& options, const MatrixShape& shape) {
                                     std::to_string(shape.num_cells) + " x " + std::to_string(shape.num_genes));
 }
 
-PcaResult pca(const ShardSet& shards, const ScaleResult& scaling, const PcaOptions& options, JobContext& ctx) {
+PcaResult pca(const ShardSet& shards, const ScaleResult& scaling, const PcaOptions& options, JobContext& ctx,
+              const Accelerator* accelerator) {
     const MatrixShape shape = shards.shape();
     validate(options, shape);
     const auto genes = static_cast<std::size_t>(shape.num_genes);
@@ -208,13 +210,13 @@ PcaResult pca(const ShardSet& shards, const ScaleResult& scaling, const PcaOptio
         solver = 2 * lanczos_dimension(components) <= shape.num_genes ? PcaSolver::Lanczos : PcaSolver::Exact;
     std::optional<Eigenpairs> pairs;
     bool accelerated = false;
-    if (options.accelerated_eigensolver && (options.solver == PcaSolver::Auto || options.solver == PcaSolver::Exact)) {
+    if (accelerator != nullptr && (options.solver == PcaSolver::Auto || options.solver == PcaSolver::Exact)) {
         DenseMatrix<double> dense(shape.num_genes, shape.num_genes);
         for (std::int64_t a = 0; a < shape.num_genes; ++a)
             for (std::int64_t b = 0; b < shape.num_genes; ++b)
                 dense(a, b) = covariance(static_cast<Eigen::Index>(a), static_cast<Eigen::Index>(b));
         std::vector<double> values, vectors;
-        if (options.accelerated_eigensolver(dense, components, values, vectors, ctx)) {
+        if (accelerator->symmetric_eigenpairs(dense, components, values, vectors, ctx)) {
             pairs = from_ascending(values, vectors, covariance.rows(), components);
             accelerated = true;
         }

@@ -13,6 +13,8 @@
 
 namespace fathom {
 
+class Accelerator;
+
 /// Scores, loadings and explained variance. Signs follow scikit-learn's svd_flip
 /// (u_based_decision=True, as scanpy 1.9 / sklearn 1.2 with svd_solver='arpack'):
 /// in every component the score of largest absolute value is positive (first such
@@ -25,7 +27,7 @@ struct PcaResult {
     double total_variance = 0.0;                ///< trace of the covariance of the (clipped) scaled data
     int num_components = 0;                     ///< after capping
     bool exact_solver = true;                   ///< which solver produced the eigenpairs
-    bool accelerated_solver = false;            ///< the eigenpairs came from accelerated_eigensolver
+    bool accelerated_solver = false;            ///< the eigenpairs came from the accelerator
     int iterations = 0;                         ///< Krylov restart cycles / Lanczos restarts run (0 for the exact solver)
 };
 
@@ -34,6 +36,13 @@ struct PcaResult {
 void validate(const PcaOptions& options, const MatrixShape& shape);
 
 /// PCA of the shards standardised by `scaling` (every gene of the current matrix).
-PcaResult pca(const ShardSet& shards, const ScaleResult& scaling, const PcaOptions& options, JobContext& ctx);
+///
+/// `accelerator` (may be null: the host solves): with solver Auto or Exact, the top
+/// eigenpairs of the genes x genes covariance come from
+/// Accelerator::symmetric_eigenpairs (e.g. cuSOLVER's syevdx on the shards' GPU)
+/// instead of the host solvers; a decline leaves them to the host. Ordering and signs
+/// then follow the host path (core/algo/pca_eigen.hpp).
+PcaResult pca(const ShardSet& shards, const ScaleResult& scaling, const PcaOptions& options, JobContext& ctx,
+              const Accelerator* accelerator = nullptr);
 
 }  // namespace fathom

@@ -8,11 +8,13 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <numeric>
 #include <random>
 #include <stdexcept>
 #include <string>
 
+#include "core/backend/Accelerator.hpp"
 #include "core/types/JobContext.hpp"
 #include "core/types/errors.hpp"
 
@@ -246,7 +248,8 @@ Eigenvectors largest_eigenvectors(std::int64_t n, const Operator& apply, int wan
 
 /// The eigenvectors of the 2nd..(dim+1)-th smallest eigenvalues of the normalised
 /// Laplacian of one connected graph, umap's `eigenvectors[:, order[1:k]]`.
-Eigenvectors laplacian_layout(const LocalGraph& graph, int dim, const SpectralOptions& options, JobContext& ctx) {
+Eigenvectors laplacian_layout(const LocalGraph& graph, int dim, const SpectralOptions& options, JobContext& ctx,
+                              const Accelerator* accelerator) {
     const NormalizedAdjacency op(graph);
     const std::int64_t n = graph.num_vertices;
     const int k = dim + 1;
@@ -265,10 +268,13 @@ Eigenvectors laplacian_layout(const LocalGraph& graph, int dim, const SpectralOp
     }
     const Operator host = [&op](const double* x, double* y) { op.apply(x, y); };
     bool solved = false;
-    if (options.accelerated_operator) {
+    if (accelerator != nullptr) {
         const NormalizedAdjacencyCsr csr = op.csr();
         try {
-            if (const Operator device = options.accelerated_operator(csr.offsets, csr.columns, csr.values, ctx)) {
+            const std::unique_ptr<DeviceSparseMatrix> matrix =
+                accelerator->upload_sparse_matrix(csr.offsets, csr.columns, csr.values, ctx);
+            if (matrix) {
+                const Operator device = [&matrix](const double* x, double* y) { matrix->multiply(x, y, 1); };
                 result = largest_eigenvectors(n, device, k, basis_size, options.tolerance, options.max_restarts, options.seed, ctx);
                 solved = true;
             }
@@ -383,7 +389,7 @@ std::vector<std::int32_t> connected_components(const CsrGraph& graph, int* count
 }
 
 SpectralResult spectral_layout(const CsrGraph& graph, const DenseMatrix<float>& data, const SpectralOptions& options,
-                               JobContext& ctx) {
+                               JobContext& ctx, const Accelerator* accelerator) {
     validate(options);
     check_csr_graph(graph, "spectral_layout graph");
     if (!data.empty() && data.rows() != graph.num_cells)
@@ -407,7 +413,7 @@ SpectralResult spectral_layout(const CsrGraph& graph, const DenseMatrix<float>& 
 
     if (num_components == 1) {
         const LocalGraph local = induced_subgraph(graph, members[0], local_index);
-        Eigenvectors layout = laplacian_layout(local, dim, options, ctx);
+        Eigenvectors layout = laplacian_layout(local, dim, options, ctx, accelerator);
         fix_signs(layout.vectors);
         result.converged = layout.converged;
         result.restarts = layout.restarts;
@@ -448,7 +454,7 @@ SpectralResult spectral_layout(const CsrGraph& graph, const DenseMatrix<float>& 
             continue;
         }
         const LocalGraph local = induced_subgraph(graph, cells, local_index);
-        Eigenvectors layout = laplacian_layout(local, dim, options, ctx);
+        Eigenvectors layout = laplacian_layout(local, dim, options, ctx, accelerator);
         fix_signs(layout.vectors);
         result.converged = result.converged && layout.converged;
         result.restarts += layout.restarts;

@@ -12,6 +12,7 @@
 
 namespace fathom {
 
+class Accelerator;
 class JobContext;
 
 /// M = D^-1/2 W D^-1/2 of a symmetric graph as CSR with the scaling folded into the
@@ -51,8 +52,16 @@ struct SpectralResult {
 /// of the centroids' exp(-d^2) affinities); it may be empty, then umap's
 /// data-free fallback (uniform random meta positions in [0, 10)) is used.
 /// Deterministic for a seed whatever the number of threads.
+///
+/// `accelerator` (may be null: the host multiplies): the Krylov-Schur iteration of each
+/// connected component solved iteratively (over 400 vertices) multiplies by the
+/// component's M = D^-1/2 W D^-1/2 (NormalizedAdjacencyCsr, values already scaled)
+/// through Accelerator::upload_sparse_matrix; the rest of the iteration runs on the
+/// host as without it. A decline leaves the product to the host; a DeviceError thrown
+/// by a product restarts that component's solve on the host from the same start (the
+/// job's progress message says so).
 SpectralResult spectral_layout(const CsrGraph& graph, const DenseMatrix<float>& data, const SpectralOptions& options,
-                               JobContext& ctx);
+                               JobContext& ctx, const Accelerator* accelerator = nullptr);
 
 /// Connected components of a symmetric graph: label per cell in [0, count), numbered
 /// in order of each component's smallest cell (as scipy's connected_components).

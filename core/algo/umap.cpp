@@ -486,36 +486,42 @@ std::int64_t deterministic_block_size(std::int64_t num_vertices) {
     return std::max<std::int64_t>(256, (num_vertices + 63) / 64);
 }
 
-/// One epoch of the SGD in the chosen parallelism.
+/// One epoch of umap's parallel=False loop: edge by edge in order, on one thread.
 template <int Dim>
-void run_epoch(Layout& layout, const UmapOptions& options, float* positions, std::vector<float>& before, int epoch,
-               float step, SampleRng& sequential_rng) {
+void sequential_epoch(Layout& layout, float* positions, int epoch, float step, SampleRng& rng) {
     const auto num_edges = layout.head.size();
-    switch (options.parallelism) {
-        case UmapParallelism::Sequential:
-            for (std::size_t edge = 0; edge < num_edges; ++edge)
-                if (layout.next_sample[edge] <= epoch)
-                    process_edge<PlainAccess, Dim>(layout, positions, edge, epoch, step, sequential_rng);
-            break;
-        case UmapParallelism::Auto:     // resolved by umap() before the first epoch
-        case UmapParallelism::Hogwild:  // hogwild_epoch
-            break;
-        case UmapParallelism::Deterministic: {
-            const int dim = Dim > 0 ? Dim : layout.dim;
-            const std::int64_t block_size = deterministic_block_size(layout.num_vertices);
-            for (std::int64_t block_begin = 0; block_begin < layout.num_vertices; block_begin += block_size) {
-                const std::int64_t block_end = std::min(layout.num_vertices, block_begin + block_size);
-                std::copy(positions + block_begin * dim, positions + block_end * dim, before.data() + block_begin * dim);
-                tbb::parallel_for(tbb::blocked_range<std::int64_t>(block_begin, block_end, 256),
-                                  [&](const tbb::blocked_range<std::int64_t>& range) {
-                                      for (std::int64_t vertex = range.begin(); vertex != range.end(); ++vertex)
-                                          process_vertex<Dim>(layout, positions, before.data(), block_begin, block_end, vertex,
-                                                              epoch, step, options.seed);
-                                  });
-            }
-            break;
-        }
+    for (std::size_t edge = 0; edge < num_edges; ++edge)
+        if (layout.next_sample[edge] <= epoch) process_edge<PlainAccess, Dim>(layout, positions, edge, epoch, step, rng);
+}
+
+/// One epoch of the deterministic SGD: blocks of block_size vertices in order, each
+/// block's vertices in parallel (process_vertex). `before` holds num_vertices x dim.
+template <int Dim>
+void deterministic_epoch(Layout& layout, float* positions, std::vector<float>& before, int epoch, float step,
+                         std::uint64_t seed, std::int64_t block_size) {
+    const int dim = Dim > 0 ? Dim : layout.dim;
+    for (std::int64_t block_begin = 0; block_begin < layout.num_vertices; block_begin += block_size) {
+        const std::int64_t block_end = std::min(layout.num_vertices, block_begin + block_size);
+        std::copy(positions + block_begin * dim, positions + block_end * dim, before.data() + block_begin * dim);
+        tbb::parallel_for(tbb::blocked_range<std::int64_t>(block_begin, block_end, 256),
+                          [&](const tbb::blocked_range<std::int64_t>& range) {
+                              for (std::int64_t vertex = range.begin(); vertex != range.end(); ++vertex)
+                                  process_vertex<Dim>(layout, positions, before.data(), block_begin, block_end, vertex,
+                                                      epoch, step, seed);
+                          });
     }
+}
+
+/// umap's learning rate schedule: alpha for epoch e + 1 is lr (1 - e / num_epochs).
+double epoch_learning_rate(double learning_rate, int epoch, int num_epochs) {
+    return epoch == 0 ? learning_rate
+                      : learning_rate * (1.0 - static_cast<double>(epoch - 1) / static_cast<double>(num_epochs));
+}
+
+/// The progress message of an epoch.
+void report_epoch(JobContext& ctx, int epochs_done, int num_epochs) {
+    ctx.report(static_cast<double>(epochs_done) / num_epochs,
+               "epoch " + std::to_string(epochs_done) + "/" + std::to_string(num_epochs));
 }
 
 bool structurally_symmetric(const CsrGraph& graph) {
@@ -603,7 +609,7 @@ void validate(const UmapOptions& options) {
 }
 
 UmapResult umap(const CsrGraph& connectivities, const DenseMatrix<float>& data, const UmapOptions& requested,
-                JobContext& ctx) {
+                JobContext& ctx, const Accelerator* accelerator, EmbeddingObserver* observer) {
     validate(requested);
     check_csr_graph(connectivities, "umap connectivities");
     const std::int64_t num_cells = connectivities.num_cells;
@@ -658,8 +664,7 @@ UmapResult umap(const CsrGraph& connectivities, const DenseMatrix<float>& data, 
         // solve on 100k cells and moved the references' trustworthiness by under 0.002
         // (the SGD moves every point far more than the remaining error).
         spectral.tolerance = 1e-3;
-        spectral.accelerated_operator = options.accelerated_spectral_operator;
-        const SpectralResult layout = spectral_layout(pruned, data, spectral, ctx);
+        const SpectralResult layout = spectral_layout(pruned, data, spectral, ctx, accelerator);
         result.num_graph_components = layout.num_graph_components;
         result.spectral_converged = layout.converged;
         double largest = 0.0;
@@ -702,18 +707,13 @@ UmapResult umap(const CsrGraph& connectivities, const DenseMatrix<float>& data, 
     };
     ctx.begin_stage("umap optimize");
     const auto publish = [&](int epoch) {
-        if (options.on_epoch) options.on_epoch(epoch, embedding);
+        if (observer != nullptr) observer->on_epoch(epoch, embedding);
     };
     const auto report = [&](int epochs_done) {
-        ctx.report(static_cast<double>(epochs_done) / num_epochs,
-                   "epoch " + std::to_string(epochs_done) + "/" + std::to_string(num_epochs));
+        report_epoch(ctx, epochs_done, num_epochs);
         if (options.publish_every > 0 && epochs_done % options.publish_every == 0 && epochs_done < num_epochs) publish(epochs_done);
     };
-    // umap's learning rate schedule: alpha for epoch e + 1 is lr (1 - e / num_epochs).
-    const auto learning_rate = [&](int epoch) {
-        return epoch == 0 ? options.learning_rate
-                          : options.learning_rate * (1.0 - static_cast<double>(epoch - 1) / static_cast<double>(num_epochs));
-    };
+    const auto learning_rate = [&](int epoch) { return epoch_learning_rate(options.learning_rate, epoch, num_epochs); };
 
     if (options.parallelism == UmapParallelism::Hogwild) {
         HogwildLayout hogwild;
@@ -747,6 +747,39 @@ UmapResult umap(const CsrGraph& connectivities, const DenseMatrix<float>& data, 
         return result;
     }
 
+    if (options.parallelism == UmapParallelism::Deterministic) {
+        std::vector<double> per_sample(num_edges), per_negative_sample(num_edges);
+        for (std::size_t edge = 0; edge < num_edges; ++edge) {
+            per_sample[edge] = epochs_per_sample(edge);
+            // negative_sample_rate 0: no negative samples ever fall due.
+            per_negative_sample[edge] = options.negative_sample_rate > 0 ? per_sample[edge] / options.negative_sample_rate
+                                                                         : std::numeric_limits<double>::infinity();
+        }
+        UmapSgdProblem problem;
+        problem.num_vertices = num_cells;
+        problem.dim = dim;
+        problem.offsets = pruned.row_offsets;
+        problem.tail = pruned.col_indices;
+        problem.epochs_per_sample = per_sample;
+        problem.epochs_per_negative_sample = per_negative_sample;
+        problem.a = static_cast<float>(result.curve.a);
+        problem.b = static_cast<float>(result.curve.b);
+        problem.gamma = static_cast<float>(options.repulsion_strength);
+        problem.num_epochs = num_epochs;
+        problem.learning_rate = options.learning_rate;
+        problem.seed = options.seed;
+        problem.block_size = deterministic_block_size(num_cells);
+        const auto publish_before_last = [&](int epochs_done) {
+            if (epochs_done < num_epochs) publish(epochs_done);
+        };
+        if (accelerator == nullptr || !accelerator->umap_sgd(problem, embedding, options.publish_every, publish_before_last, ctx))
+            detail::deterministic_umap_sgd(problem, embedding.data(), options.publish_every, publish_before_last, ctx);
+        publish(num_epochs);
+        result.embedding = std::move(embedding);
+        return result;
+    }
+
+    // optimize_layout_euclidean with parallel=False.
     Layout layout;
     layout.num_vertices = num_cells;
     layout.dim = dim;
@@ -772,49 +805,57 @@ UmapResult umap(const CsrGraph& connectivities, const DenseMatrix<float>& data, 
     layout.next_sample = layout.epochs_per_sample;
     layout.next_negative = layout.epochs_per_negative_sample;
 
-    // optimize_layout_euclidean.
-    if (options.parallelism == UmapParallelism::Deterministic && options.accelerated_sgd) {
-        UmapSgdProblem problem;
-        problem.num_vertices = num_cells;
-        problem.dim = dim;
-        problem.offsets = layout.offsets;
-        problem.tail = layout.tail;
-        problem.epochs_per_sample = layout.epochs_per_sample;
-        problem.epochs_per_negative_sample = layout.epochs_per_negative_sample;
-        problem.a = layout.a;
-        problem.b = layout.b;
-        problem.gamma = layout.gamma;
-        problem.num_epochs = num_epochs;
-        problem.learning_rate = options.learning_rate;
-        problem.seed = options.seed;
-        problem.block_size = deterministic_block_size(num_cells);
-        const auto publish_done = [&](int epochs_done) {
-            if (epochs_done < num_epochs) publish(epochs_done);
-        };
-        if (options.accelerated_sgd(problem, embedding, publish_done, ctx)) {
-            publish(num_epochs);
-            result.embedding = std::move(embedding);
-            return result;
-        }
-    }
-    std::vector<float> before;
-    if (options.parallelism == UmapParallelism::Deterministic) before.resize(embedding.values().size());
     SampleRng sequential_rng(stream_key(options.seed, 0, 0));
     for (int epoch = 0; epoch < num_epochs; ++epoch) {
         ctx.checkpoint();
         const auto step = static_cast<float>(learning_rate(epoch));
         float* positions = embedding.data();
         if (dim == 2)
-            run_epoch<2>(layout, options, positions, before, epoch, step, sequential_rng);
+            sequential_epoch<2>(layout, positions, epoch, step, sequential_rng);
         else if (dim == 3)
-            run_epoch<3>(layout, options, positions, before, epoch, step, sequential_rng);
+            sequential_epoch<3>(layout, positions, epoch, step, sequential_rng);
         else
-            run_epoch<0>(layout, options, positions, before, epoch, step, sequential_rng);
+            sequential_epoch<0>(layout, positions, epoch, step, sequential_rng);
         report(epoch + 1);
     }
     publish(num_epochs);
     result.embedding = std::move(embedding);
     return result;
 }
+
+namespace detail {
+
+void deterministic_umap_sgd(const UmapSgdProblem& problem, float* embedding, int publish_every,
+                            const std::function<void(int epochs_done)>& publish, JobContext& ctx) {
+    Layout layout;
+    layout.num_vertices = problem.num_vertices;
+    layout.dim = problem.dim;
+    layout.offsets.assign(problem.offsets.begin(), problem.offsets.end());
+    layout.tail.assign(problem.tail.begin(), problem.tail.end());
+    layout.epochs_per_sample.assign(problem.epochs_per_sample.begin(), problem.epochs_per_sample.end());
+    layout.epochs_per_negative_sample.assign(problem.epochs_per_negative_sample.begin(),
+                                             problem.epochs_per_negative_sample.end());
+    layout.next_sample = layout.epochs_per_sample;
+    layout.next_negative = layout.epochs_per_negative_sample;
+    layout.a = problem.a;
+    layout.b = problem.b;
+    layout.gamma = problem.gamma;
+    std::vector<float> before(static_cast<std::size_t>(problem.num_vertices) * static_cast<std::size_t>(problem.dim));
+    for (int epoch = 0; epoch < problem.num_epochs; ++epoch) {
+        ctx.checkpoint();
+        const auto step = static_cast<float>(epoch_learning_rate(problem.learning_rate, epoch, problem.num_epochs));
+        if (problem.dim == 2)
+            deterministic_epoch<2>(layout, embedding, before, epoch, step, problem.seed, problem.block_size);
+        else if (problem.dim == 3)
+            deterministic_epoch<3>(layout, embedding, before, epoch, step, problem.seed, problem.block_size);
+        else
+            deterministic_epoch<0>(layout, embedding, before, epoch, step, problem.seed, problem.block_size);
+        const int epochs_done = epoch + 1;
+        report_epoch(ctx, epochs_done, problem.num_epochs);
+        if (publish_every > 0 && epochs_done % publish_every == 0 && epochs_done < problem.num_epochs) publish(epochs_done);
+    }
+}
+
+}  // namespace detail
 
 }  // namespace fathom

@@ -4,10 +4,11 @@
 /// edge pruning, spectral initialisation, min-max scaling to [0, 10], and the SGD of
 /// `optimize_layout_euclidean` with negative sampling.
 #include <cstdint>
+#include <functional>
 
 #include "core/algo/knn_graph.hpp"
 #include "core/algo/spectral.hpp"
-#include "core/backend/DeviceProvider.hpp"
+#include "core/backend/Accelerator.hpp"
 #include "core/types/DenseMatrix.hpp"
 #include "core/types/umap_options.hpp"
 
@@ -43,9 +44,40 @@ struct UmapResult {
     UmapParallelism parallelism = UmapParallelism::Hogwild;  ///< the SGD that ran (Auto resolved)
 };
 
+/// Receives the intermediate embeddings while UMAP's SGD runs (e.g. the plot, which
+/// shows the layout as it forms).
+class EmbeddingObserver {
+public:
+    virtual ~EmbeddingObserver() = default;
+    /// The embedding (cells x num_components) after `epoch` epochs: every
+    /// UmapOptions::publish_every epochs and after the last, on the thread that called
+    /// umap(). Valid during the call only.
+    virtual void on_epoch(int epoch, const DenseMatrix<float>& embedding) = 0;
+};
+
 /// UMAP of `connectivities` (symmetric, as neighbors() returns). `data` (cells x
 /// features, e.g. X_pca) is only used by the spectral init to place disconnected
 /// components (may be empty). Calls ctx.checkpoint()/report() every epoch.
-UmapResult umap(const CsrGraph& connectivities, const DenseMatrix<float>& data, const UmapOptions& options, JobContext& ctx);
+///
+/// `accelerator` (may be null: the host runs everything): in the Deterministic mode its
+/// umap_sgd runs the epochs instead of the CPU (a decline leaves them to the CPU), and
+/// the spectral init multiplies through it (spectral_layout). `observer` (may be null)
+/// receives the intermediate embeddings.
+UmapResult umap(const CsrGraph& connectivities, const DenseMatrix<float>& data, const UmapOptions& options, JobContext& ctx,
+                const Accelerator* accelerator = nullptr, EmbeddingObserver* observer = nullptr);
+
+namespace detail {
+
+/// UMAP's deterministic SGD on the host (umap() in the Deterministic mode, and
+/// CpuAccelerator::umap_sgd): every epoch of `problem` on `embedding` (num_vertices x
+/// dim, row-major) in place, blocks in order, each block's vertices in parallel with
+/// the same result on any number of threads. Reports progress to ctx and calls
+/// publish(epochs_done) every publish_every epochs before the last (0 = never).
+/// Cancellable between epochs. The arrays of `problem` are assumed consistent
+/// (accelerator_checks::check_umap_sgd).
+void deterministic_umap_sgd(const UmapSgdProblem& problem, float* embedding, int publish_every,
+                            const std::function<void(int epochs_done)>& publish, JobContext& ctx);
+
+}  // namespace detail
 
 }  // namespace fathom

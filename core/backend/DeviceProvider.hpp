@@ -1,7 +1,9 @@
 #pragma once
 /// How the engine places shards on accelerator devices without knowing their API: the
 /// CUDA backend (gpu/) implements this interface and the applications hand it to the
-/// engine (EngineConfig::device_provider). core never includes CUDA headers.
+/// engine (EngineConfig::device_provider). core never includes CUDA headers. The dense
+/// operations after the shards reach the provider through DeviceAccelerator
+/// (core/backend/DeviceAccelerator.hpp).
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -9,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/backend/Accelerator.hpp"
 #include "core/backend/Backend.hpp"
 #include "core/backend/ShardSet.hpp"
 
@@ -22,37 +25,6 @@ using RowBlockReader = std::function<CsrShard(std::int64_t begin, std::int64_t e
 struct DeviceResolution {
     std::vector<int> devices;  ///< usable device indices, in shard order; empty = none
     std::string reason;        ///< why none is usable (empty when devices is not empty)
-};
-
-/// The SGD of UMAP's deterministic mode (core/algo/umap.hpp,
-/// UmapParallelism::Deterministic) as an accelerator receives it: the pruned symmetric
-/// graph in CSR order (head = row) with umap's sampling schedule, and the run's
-/// constants. The accelerator must run exactly the CPU's epochs: vertices in
-/// consecutive blocks of block_size, each block's vertices reading the block as it
-/// was when the block began and every other vertex live; alpha falls linearly from
-/// learning_rate.
-struct UmapSgdProblem {
-    std::int64_t num_vertices = 0;
-    int dim = 2;                                      ///< embedding columns, <= 8
-    std::span<const std::int64_t> offsets;            ///< num_vertices + 1
-    std::span<const std::int32_t> tail;               ///< per edge
-    std::span<const double> epochs_per_sample;        ///< per edge
-    std::span<const double> epochs_per_negative_sample;  ///< per edge
-    float a = 0.0f, b = 0.0f, gamma = 1.0f;
-    int num_epochs = 0;
-    double learning_rate = 1.0;
-    std::uint64_t seed = 0;
-    std::int64_t block_size = 256;                    ///< vertices per deterministic block
-};
-
-/// A square sparse matrix (CSR) resident on one device that multiplies host vectors
-/// (spectral initialisation's eigensolver). One call at a time.
-class DeviceSparseMatrix {
-public:
-    virtual ~DeviceSparseMatrix() = default;
-    /// Y = A X for `count` vectors: x and y are host arrays of num_rows x count
-    /// doubles, column-major (vector j at j * num_rows). Throws DeviceError.
-    virtual void multiply(const double* x, double* y, int count) = 0;
 };
 
 /// Makes backends on one kind of accelerator device.

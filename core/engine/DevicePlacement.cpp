@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/backend/DeviceAccelerator.hpp"
 #include "core/types/errors.hpp"
 
 namespace fathom::detail {
@@ -86,69 +87,10 @@ std::vector<int> cuda_devices_of(const ShardSet& shards) {
 
 }  // namespace
 
-decltype(UmapOptions::accelerated_sgd) accelerated_umap(const DeviceProvider* provider, const ShardSet& shards,
-                                                        int publish_every) {
-    const std::vector<int> devices = cuda_devices_of(shards);
-    if (provider == nullptr || devices.empty()) return {};
-    const int device = devices.front();
-    return [provider, device, publish_every](const UmapSgdProblem& problem, DenseMatrix<float>& embedding,
-                                             const std::function<void(int)>& publish, JobContext& ctx) {
-        try {
-            return provider->umap_sgd(problem, embedding.data(), publish_every, publish, device, ctx);
-        } catch (const DeviceOutOfMemory& error) {
-            ctx.report(0.0, std::string(error.what()) + "; UMAP runs on the CPU instead");
-            return false;
-        }
-    };
-}
-
-std::function<bool(const DenseMatrix<float>&, int, KnnGraph&, JobContext&)> accelerated_knn(const DeviceProvider* provider,
-                                                                                             const ShardSet& shards) {
-    const std::vector<int> devices = cuda_devices_of(shards);
-    if (provider == nullptr || devices.empty()) return {};
-    return [provider, devices](const DenseMatrix<float>& points, int num_dims, KnnGraph& graph, JobContext& ctx) {
-        try {
-            return provider->exact_knn(points, num_dims, graph.num_neighbors, devices, graph.indices, graph.distances, ctx);
-        } catch (const DeviceOutOfMemory& error) {
-            ctx.report(0.0, std::string(error.what()) + "; kNN runs on the CPU instead");
-            return false;
-        }
-    };
-}
-
-decltype(PcaOptions::accelerated_eigensolver) accelerated_pca_eigensolver(const DeviceProvider* provider,
-                                                                          const ShardSet& shards) {
-    const std::vector<int> devices = cuda_devices_of(shards);
-    if (provider == nullptr || devices.empty() || shards.num_genes() < kDeviceEigensolverMinGenes) return {};
-    const int device = devices.front();
-    return [provider, device](const DenseMatrix<double>& covariance, int components, std::vector<double>& values,
-                              std::vector<double>& vectors, JobContext& ctx) {
-        try {
-            return provider->symmetric_eigenpairs(covariance, components, device, values, vectors, ctx);
-        } catch (const DeviceError& error) {
-            ctx.report(ctx.progress().fraction, std::string(error.what()) + "; the PCA eigendecomposition runs on the CPU instead");
-            return false;
-        }
-    };
-}
-
-decltype(UmapOptions::accelerated_spectral_operator) accelerated_spectral_operator(const DeviceProvider* provider,
-                                                                                   const ShardSet& shards) {
-    const std::vector<int> devices = cuda_devices_of(shards);
-    if (provider == nullptr || devices.empty()) return {};
-    const int device = devices.front();
-    return [provider, device](std::span<const std::int64_t> offsets, std::span<const std::int32_t> columns,
-                              std::span<const double> values, JobContext& ctx) -> std::function<void(const double*, double*)> {
-        std::shared_ptr<DeviceSparseMatrix> matrix;
-        try {
-            matrix = provider->upload_sparse_matrix(offsets, columns, values, device);
-        } catch (const DeviceOutOfMemory& error) {
-            ctx.report(ctx.progress().fraction, std::string(error.what()) + "; the spectral initialisation runs on the CPU instead");
-            return {};
-        }
-        if (!matrix) return {};
-        return [matrix](const double* x, double* y) { matrix->multiply(x, y, 1); };
-    };
+std::unique_ptr<Accelerator> device_accelerator(const DeviceProvider* provider, const ShardSet& shards) {
+    std::vector<int> devices = cuda_devices_of(shards);
+    if (provider == nullptr || devices.empty()) return nullptr;
+    return std::make_unique<DeviceAccelerator>(*provider, std::move(devices));
 }
 
 }  // namespace fathom::detail

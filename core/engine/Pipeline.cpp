@@ -270,7 +270,8 @@ void run_pca(Engine::State& state, const PipelineSettings& settings, JobContext&
     options.num_components = settings.num_pcs;
     options.seed = settings.seed;
     validate(options, cache.hvg_block->shape());
-    cache.pca = pca(*cache.hvg_block, cache.scaling, options, ctx);
+    const std::unique_ptr<Accelerator> accelerator = device_accelerator(state.config.device_provider.get(), *cache.hvg_block);
+    cache.pca = pca(*cache.hvg_block, cache.scaling, options, ctx, accelerator.get());
 }
 
 void run_neighbors(Engine::State& state, const PipelineSettings& settings, JobContext& ctx) {
@@ -283,9 +284,9 @@ void run_neighbors(Engine::State& state, const PipelineSettings& settings, JobCo
     options.knn.num_partitions = std::max(1, cache.hvg_block->num_shards());
     // Parallel HNSW insertion makes the graph depend on thread timing.
     options.knn.hnsw_parallel_build = !settings.deterministic;
-    options.knn.accelerated_exact = accelerated_knn(state.config.device_provider.get(), *cache.hvg_block);
+    const std::unique_ptr<Accelerator> accelerator = device_accelerator(state.config.device_provider.get(), *cache.hvg_block);
     validate(options, cache.pca.scores.rows(), cache.pca.scores.cols());
-    cache.neighbors = neighbors(cache.pca.scores, options, ctx);
+    cache.neighbors = neighbors(cache.pca.scores, options, ctx, accelerator.get());
     cache.neighbors_seed = settings.seed;
     cache.neighbors_deterministic = settings.deterministic;
 }
@@ -302,20 +303,21 @@ void run_umap(Engine::State& state, const PipelineSettings& settings, JobContext
     if (settings.deterministic) options.parallelism = UmapParallelism::Deterministic;
     // Intermediate embeddings go to the plot while the SGD runs.
     int total_epochs = 0;
-    options.on_epoch = [&state, &total_epochs, &ctx](int epoch, const DenseMatrix<float>& embedding) {
-        state.publish_frame(epoch, total_epochs, false, embedding);
-        (void)ctx;
-    };
+    struct PlotFrames final : EmbeddingObserver {
+        Engine::State& state;
+        const int& total_epochs;
+        PlotFrames(Engine::State& frame_state, const int& epochs) : state(frame_state), total_epochs(epochs) {}
+        void on_epoch(int epoch, const DenseMatrix<float>& embedding) override {
+            state.publish_frame(epoch, total_epochs, false, embedding);
+        }
+    } frames(state, total_epochs);
     // On GPUs: the deterministic SGD, run by the device (same epochs as the CPU's).
-    if (auto sgd = accelerated_umap(state.config.device_provider.get(), *cache.hvg_block, options.publish_every)) {
-        options.parallelism = UmapParallelism::Deterministic;
-        options.accelerated_sgd = std::move(sgd);
-    }
-    options.accelerated_spectral_operator = accelerated_spectral_operator(state.config.device_provider.get(), *cache.hvg_block);
+    const std::unique_ptr<Accelerator> accelerator = device_accelerator(state.config.device_provider.get(), *cache.hvg_block);
+    if (accelerator) options.parallelism = UmapParallelism::Deterministic;
     validate(options);
     const std::int64_t num_cells = cache.pca.scores.rows();
     total_epochs = options.num_epochs > 0 ? options.num_epochs : (num_cells <= 10000 ? 500 : 200);
-    UmapResult result = umap(cache.neighbors.connectivities, cache.pca.scores, options, ctx);
+    UmapResult result = umap(cache.neighbors.connectivities, cache.pca.scores, options, ctx, accelerator.get(), &frames);
     state.publish_frame(result.num_epochs, result.num_epochs, true, result.embedding);
     cache.umap = std::move(result.embedding);
     cache.umap_curve = result.curve;

@@ -1,14 +1,8 @@
 #pragma once
 /// Options of the k-nearest-neighbour search (core/algo/knn.hpp).
 #include <cstdint>
-#include <functional>
-
-#include "core/types/DenseMatrix.hpp"
 
 namespace fathom {
-
-class JobContext;
-struct KnnGraph;
 
 /// How the neighbours are found.
 enum class KnnMethod {
@@ -89,12 +83,6 @@ struct KnnOptions {
     /// exactly to estimate the recall. 0 = skip.
     int recall_sample = 1000;
     std::uint64_t seed = 0;  ///< HNSW level generator, NN-descent trees and sampling, IVF k-means, recall sample
-    /// An accelerator's exact search (the CUDA backend's, set by the engine when the
-    /// shards are on GPUs), used instead of the CPU search when the method is Exact or
-    /// Auto, at any number of cells. It fills `graph` (num_cells and num_neighbors set,
-    /// tables sized) under the contract of exact_neighbors and returns true, or returns
-    /// false to decline (then the CPU search runs).
-    std::function<bool(const DenseMatrix<float>& points, int num_dims, KnnGraph& graph, JobContext& ctx)> accelerated_exact;
     /// Equal when every field is equal.
     friend bool operator==(const KnnOptions&, const KnnOptions&) = default;
 };

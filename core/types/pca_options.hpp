@@ -1,14 +1,8 @@
 #pragma once
 /// Options of PCA (core/algo/pca.hpp).
 #include <cstdint>
-#include <functional>
-#include <vector>
-
-#include "core/types/DenseMatrix.hpp"
 
 namespace fathom {
-
-class JobContext;
 
 /// How the top eigenpairs of the genes x genes covariance are found (on the host, in
 /// double, single-threaded so that results never depend on the thread count).
@@ -35,18 +29,8 @@ enum class PcaSolver {
 struct PcaOptions {
     int num_components = 50;   ///< >= 1; capped at min(cells, genes) - 1
     std::uint64_t seed = 0;    ///< start of the Krylov / Lanczos solvers; same seed => identical result
+    /// Host solver; with Auto or Exact an accelerator passed to pca() solves instead.
     PcaSolver solver = PcaSolver::Auto;
-    /// An accelerator's exact eigensolver (the CUDA backend's cuSOLVER syevdx, set by the
-    /// engine when the shards are on a GPU and the covariance is large enough to pay),
-    /// used instead of the host solvers with solver Auto or Exact. Given the genes x
-    /// genes covariance (symmetric) and the number of components k, it fills at least k
-    /// of the largest eigenpairs in ascending order (values; eigenvectors as the columns
-    /// of a column-major genes x count array, the layout of LAPACK's and cuSOLVER's
-    /// output) and returns true; false = declined (any device error), the host solves.
-    /// Ordering and signs then follow the host path (core/algo/pca_eigen.hpp).
-    std::function<bool(const DenseMatrix<double>& covariance, int components, std::vector<double>& ascending_values,
-                       std::vector<double>& column_major_vectors, JobContext& ctx)>
-        accelerated_eigensolver;
     /// Equal when every field is equal.
     friend bool operator==(const PcaOptions&, const PcaOptions&) = default;
 };

@@ -1,15 +1,8 @@
 #pragma once
 /// Options of UMAP (core/algo/umap.hpp).
 #include <cstdint>
-#include <functional>
-
-#include "core/types/DenseMatrix.hpp"
-#include "core/types/spectral_options.hpp"
 
 namespace fathom {
-
-class JobContext;
-struct UmapSgdProblem;
 
 /// How the embedding starts.
 enum class UmapInit {
@@ -58,21 +51,9 @@ struct UmapOptions {
     UmapInit init = UmapInit::Spectral;
     std::uint64_t seed = 0;            ///< random_state
     UmapParallelism parallelism = UmapParallelism::Auto;
-    /// Call on_epoch every this many epochs (and after the last); 0 = only after the last.
+    /// umap()'s EmbeddingObserver receives the embedding every this many epochs (and
+    /// after the last); 0 = only after the last. >= 0.
     int publish_every = 10;
-    /// Receives intermediate embeddings (cells x num_components) on the calling thread.
-    std::function<void(int epoch, const DenseMatrix<float>& embedding)> on_epoch;
-    /// Deterministic mode only: an accelerator's SGD (the CUDA backend's, set by the
-    /// engine when the shards are on GPUs) run instead of the CPU epochs. It updates
-    /// `embedding` in place under UmapSgdProblem's contract, calls publish(epochs_done)
-    /// with the embedding current, and returns true; false = declined, the CPU runs.
-    std::function<bool(const UmapSgdProblem& problem, DenseMatrix<float>& embedding,
-                       const std::function<void(int epochs_done)>& publish, JobContext& ctx)>
-        accelerated_sgd;
-    /// Spectral init only: an accelerator's sparse product for the eigensolver
-    /// (SpectralOptions::accelerated_operator; the engine sets it when the shards are on
-    /// GPUs). Empty = the host multiplies.
-    decltype(SpectralOptions::accelerated_operator) accelerated_spectral_operator;
     /// Equal when every field is equal.
     friend bool operator==(const UmapOptions&, const UmapOptions&) = default;
 };

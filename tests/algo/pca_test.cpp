@@ -7,6 +7,7 @@
 #include "core/algo/normalize.hpp"
 #include "core/algo/pca.hpp"
 #include "tests/algo/algo_helpers.hpp"
+#include "tests/support/accelerators.hpp"
 
 namespace fathom::test {
 namespace {
@@ -197,7 +198,7 @@ TEST(Pca, StopsWhenCancelled) {
     EXPECT_THROW(pca(shards, scaling, PcaOptions{}, ctx), Cancelled);
 }
 
-// ---- an accelerator's eigensolver (PcaOptions::accelerated_eigensolver) ----
+// ---- an accelerator's eigensolver (Accelerator::symmetric_eigenpairs) ----
 
 /// What cusolverDnDsyevdx returns for the top `components` eigenpairs (ascending, the
 /// vectors as columns), computed on the host by the same Eigen solver as the CPU path,
@@ -226,13 +227,14 @@ TEST(Pca, AcceleratedEigensolverGivesTheHostSolversResultWithTheSameSigns) {
     options.solver = PcaSolver::Exact;
     const auto host = pca(shards, scaling, options, ctx);
     int calls = 0;
-    options.accelerated_eigensolver = [&calls](const DenseMatrix<double>& covariance, int components,
-                                               std::vector<double>& values, std::vector<double>& vectors, JobContext&) {
+    FunctionAccelerator accelerator;
+    accelerator.eigenpairs = [&calls](const DenseMatrix<double>& covariance, int components, std::vector<double>& values,
+                                      std::vector<double>& vectors, JobContext&) {
         EXPECT_EQ(covariance.rows(), 80);
         EXPECT_EQ(components, 10);
         return syevdx_like(covariance, components, values, vectors, calls);
     };
-    const auto accelerated = pca(shards, scaling, options, ctx);
+    const auto accelerated = pca(shards, scaling, options, ctx, &accelerator);
     EXPECT_EQ(calls, 1);
     EXPECT_TRUE(accelerated.accelerated_solver);
     EXPECT_FALSE(host.accelerated_solver);
@@ -252,17 +254,17 @@ TEST(Pca, DecliningOrKrylovLeavesTheEigendecompositionToTheHost) {
     options.num_components = 6;
     const auto host = pca(shards, scaling, options, ctx);
     int calls = 0;
-    options.accelerated_eigensolver = [&calls](const DenseMatrix<double>&, int, std::vector<double>&, std::vector<double>&,
-                                               JobContext&) {
+    FunctionAccelerator accelerator;
+    accelerator.eigenpairs = [&calls](const DenseMatrix<double>&, int, std::vector<double>&, std::vector<double>&, JobContext&) {
         ++calls;
         return false;
     };
-    const auto declined = pca(shards, scaling, options, ctx);
+    const auto declined = pca(shards, scaling, options, ctx, &accelerator);
     EXPECT_EQ(calls, 1);
     EXPECT_FALSE(declined.accelerated_solver);
     EXPECT_EQ(declined.scores, host.scores);
     options.solver = PcaSolver::BlockKrylov;
-    const auto krylov = pca(shards, scaling, options, ctx);
+    const auto krylov = pca(shards, scaling, options, ctx, &accelerator);
     EXPECT_EQ(calls, 1) << "an explicit BlockKrylov solver never asks the accelerator";
     EXPECT_FALSE(krylov.exact_solver);
 }
@@ -273,13 +275,14 @@ TEST(Pca, AcceleratedEigensolverOutputIsChecked) {
     const auto scaling = scale(shards, ScaleOptions{}, ctx);
     PcaOptions options;
     options.num_components = 3;
-    options.accelerated_eigensolver = [](const DenseMatrix<double>& covariance, int components, std::vector<double>& values,
-                                         std::vector<double>& vectors, JobContext&) {
+    FunctionAccelerator accelerator;
+    accelerator.eigenpairs = [](const DenseMatrix<double>& covariance, int components, std::vector<double>& values,
+                                std::vector<double>& vectors, JobContext&) {
         values.assign(static_cast<std::size_t>(components - 1), 1.0);  // one pair short
         vectors.assign(values.size() * static_cast<std::size_t>(covariance.rows()), 0.0);
         return true;
     };
-    EXPECT_THROW(pca(shards, scaling, options, ctx), std::invalid_argument);
+    EXPECT_THROW(pca(shards, scaling, options, ctx, &accelerator), std::invalid_argument);
 }
 
 }  // namespace

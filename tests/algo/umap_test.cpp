@@ -18,6 +18,7 @@
 #include "core/algo/umap.hpp"
 #include "core/types/JobContext.hpp"
 #include "core/types/errors.hpp"
+#include "tests/support/accelerators.hpp"
 #include "tests/support/graph_metrics.hpp"
 #include "tests/support/npy.hpp"
 #include "tests/support/paths.hpp"
@@ -89,7 +90,7 @@ TEST(Spectral, KrylovSchurMatchesDenseEigenvectors) {
     }
 }
 
-// ---- an accelerator's sparse product (SpectralOptions::accelerated_operator) ----
+// ---- an accelerator's sparse product (Accelerator::upload_sparse_matrix) ----
 
 TEST(Spectral, NormalizedAdjacencyCsrMultipliesLikeTheDenseOperator) {
     const auto graph = graph_of(mixture(300, 8, 2, 21, 1.5f));
@@ -116,21 +117,32 @@ TEST(Spectral, NormalizedAdjacencyCsrMultipliesLikeTheDenseOperator) {
 /// `fail_at` on (0 = never).
 struct HostOperator {
     int uploads = 0, products = 0, fail_at = 0;
-    decltype(SpectralOptions::accelerated_operator) factory() {
-        return [this](std::span<const std::int64_t> offsets, std::span<const std::int32_t> columns, std::span<const double> values,
-                      JobContext&) -> std::function<void(const double*, double*)> {
+    struct Matrix final : DeviceSparseMatrix {
+        HostOperator* owner = nullptr;
+        NormalizedAdjacencyCsr csr;
+        void multiply(const double* x, double* y, int count) override {
+            for (int vector = 0; vector < count; ++vector) {
+                if (owner->fail_at > 0 && ++owner->products >= owner->fail_at)
+                    throw DeviceError("cuda:0: cusparseSpMM(...) failed: CUSPARSE_STATUS_EXECUTION_FAILED");
+                if (owner->fail_at == 0) ++owner->products;
+                fathom::multiply(csr, x + vector * csr.num_vertices, y + vector * csr.num_vertices);
+            }
+        }
+    };
+    test::FunctionAccelerator accelerator() {
+        test::FunctionAccelerator accelerator;
+        accelerator.sparse = [this](std::span<const std::int64_t> offsets, std::span<const std::int32_t> columns,
+                                    std::span<const double> values, JobContext&) -> std::unique_ptr<DeviceSparseMatrix> {
             ++uploads;
-            auto matrix = std::make_shared<NormalizedAdjacencyCsr>();
-            matrix->num_vertices = static_cast<std::int64_t>(offsets.size()) - 1;
-            matrix->offsets.assign(offsets.begin(), offsets.end());
-            matrix->columns.assign(columns.begin(), columns.end());
-            matrix->values.assign(values.begin(), values.end());
-            return [this, matrix](const double* x, double* y) {
-                if (fail_at > 0 && ++products >= fail_at) throw DeviceError("cuda:0: cusparseSpMM(...) failed: CUSPARSE_STATUS_EXECUTION_FAILED");
-                if (fail_at == 0) ++products;
-                multiply(*matrix, x, y);
-            };
+            auto matrix = std::make_unique<Matrix>();
+            matrix->owner = this;
+            matrix->csr.num_vertices = static_cast<std::int64_t>(offsets.size()) - 1;
+            matrix->csr.offsets.assign(offsets.begin(), offsets.end());
+            matrix->csr.columns.assign(columns.begin(), columns.end());
+            matrix->csr.values.assign(values.begin(), values.end());
+            return matrix;
         };
+        return accelerator;
     }
 };
 
@@ -142,8 +154,8 @@ TEST(Spectral, AcceleratedOperatorGivesTheHostLayout) {
     const auto host = spectral_layout(graph, {}, options, ctx);
     ASSERT_EQ(host.num_graph_components, 1);
     HostOperator device;
-    options.accelerated_operator = device.factory();
-    const auto accelerated = spectral_layout(graph, {}, options, ctx);
+    const test::FunctionAccelerator accelerator = device.accelerator();
+    const auto accelerated = spectral_layout(graph, {}, options, ctx, &accelerator);
     EXPECT_EQ(device.uploads, 1);
     EXPECT_GT(device.products, 10) << "the Krylov-Schur iteration multiplies through the accelerator";
     EXPECT_TRUE(accelerated.converged);
@@ -161,16 +173,15 @@ TEST(Spectral, DeviceFailureMidSolveRestartsOnTheHostAndDecliningKeepsTheHostPat
     const auto host = spectral_layout(graph, {}, options, ctx);
     HostOperator failing;
     failing.fail_at = 5;
-    options.accelerated_operator = failing.factory();
-    const auto recovered = spectral_layout(graph, {}, options, ctx);
+    const test::FunctionAccelerator accelerator = failing.accelerator();
+    const auto recovered = spectral_layout(graph, {}, options, ctx, &accelerator);
     EXPECT_EQ(failing.products, 5);
     EXPECT_EQ(recovered.coordinates, host.coordinates) << "the host repeats the whole solve from the same start";
     EXPECT_EQ(recovered.restarts, host.restarts);
     EXPECT_NE(ctx.progress().message.find("CUSPARSE_STATUS_EXECUTION_FAILED; the spectral initialisation runs on the CPU instead"),
               std::string::npos) << ctx.progress().message;
-    options.accelerated_operator = [](std::span<const std::int64_t>, std::span<const std::int32_t>, std::span<const double>,
-                                      JobContext&) { return std::function<void(const double*, double*)>(); };
-    EXPECT_EQ(spectral_layout(graph, {}, options, ctx).coordinates, host.coordinates);
+    const test::FunctionAccelerator declining;
+    EXPECT_EQ(spectral_layout(graph, {}, options, ctx, &declining).coordinates, host.coordinates);
 }
 
 TEST(Spectral, ThreeComponentsSpanTheNextThreeEigenvectors) {
@@ -280,19 +291,21 @@ TEST(Umap, PublishesFramesAndHonoursCancel) {
     UmapOptions options;
     options.num_epochs = 35;
     options.publish_every = 10;
-    std::vector<int> epochs;
-    options.on_epoch = [&](int epoch, const DenseMatrix<float>& frame) {
-        epochs.push_back(epoch);
-        EXPECT_EQ(frame.rows(), 500);
-        EXPECT_EQ(frame.cols(), 2);
-    };
+    struct Frames final : EmbeddingObserver {
+        std::vector<int> epochs;
+        void on_epoch(int epoch, const DenseMatrix<float>& frame) override {
+            epochs.push_back(epoch);
+            EXPECT_EQ(frame.rows(), 500);
+            EXPECT_EQ(frame.cols(), 2);
+        }
+    } frames;
     JobContext ctx;
-    const auto result = umap(graph, points, options, ctx);
-    EXPECT_EQ(epochs, (std::vector<int>{10, 20, 30, 35}));
+    const auto result = umap(graph, points, options, ctx, nullptr, &frames);
+    EXPECT_EQ(frames.epochs, (std::vector<int>{10, 20, 30, 35}));
     EXPECT_EQ(result.num_epochs, 35);
     JobContext cancelled;
     cancelled.cancel();
-    EXPECT_THROW(umap(graph, points, options, cancelled), Cancelled);
+    EXPECT_THROW(umap(graph, points, options, cancelled, nullptr, &frames), Cancelled);
 }
 
 TEST(Umap, ValidateNamesTheField) {

@@ -10,6 +10,7 @@
 #include <mutex>
 
 #include "core/backend/CpuBackend.hpp"
+#include "core/backend/DeviceAccelerator.hpp"
 #include "core/backend/DeviceProvider.hpp"
 #include "core/engine/Engine.hpp"
 #include "core/engine/detail/DevicePlacement.hpp"
@@ -404,7 +405,7 @@ TEST(DevicePlacement, OutOfMemoryInAnyInPlacePipelineStepGivesTheCpuResultsAndAN
 class SolverProvider final : public DeviceProvider {
 public:
     bool fail = false;
-    mutable std::vector<int> eigen_devices, sparse_devices;
+    mutable std::vector<int> eigen_devices, sparse_devices, umap_devices, knn_devices;
     DeviceResolution resolve(const DeviceSpec&) const override { return {{0, 1}, {}}; }
     std::unique_ptr<Backend> load(const RowBlockReader&, const RowRange&, std::span<const std::int64_t>, std::int64_t, int,
                                   JobContext&) const override {
@@ -417,6 +418,19 @@ public:
         values.assign(static_cast<std::size_t>(count), 1.0);
         vectors.assign(static_cast<std::size_t>(count * matrix.rows()), 0.0);
         return true;
+    }
+    /// Declines, or runs out of memory.
+    bool exact_knn(const DenseMatrix<float>&, int, int, std::span<const int> devices, std::vector<std::int32_t>&,
+                   std::vector<float>&, JobContext&) const override {
+        knn_devices.assign(devices.begin(), devices.end());
+        if (fail) throw DeviceOutOfMemory("cuda:1: GPU out of memory (cudaMalloc of 5 MiB)");
+        return false;
+    }
+    /// Declines, or runs out of memory.
+    bool umap_sgd(const UmapSgdProblem&, float*, int, const std::function<void(int)>&, int device, JobContext&) const override {
+        umap_devices.push_back(device);
+        if (fail) throw DeviceOutOfMemory("cuda:1: GPU out of memory (cudaMalloc of 7 MiB)");
+        return false;
     }
     /// y = 2 x, whatever the matrix.
     struct Doubling final : DeviceSparseMatrix {
@@ -450,45 +464,80 @@ ShardSet device_like_shards(std::int64_t genes, bool device_like = true) {
     return ShardSet(std::move(backends));
 }
 
+TEST(DevicePlacement, TheShardsDevicesMakeTheAcceleratorInShardOrder) {
+    SolverProvider provider;
+    EXPECT_FALSE(detail::device_accelerator(nullptr, device_like_shards(10))) << "no provider";
+    EXPECT_FALSE(detail::device_accelerator(&provider, device_like_shards(10, false))) << "CPU shards";
+    const auto accelerator = detail::device_accelerator(&provider, device_like_shards(10));
+    ASSERT_TRUE(accelerator);
+    EXPECT_EQ(accelerator->name(), "cuda:1,0");
+}
+
+TEST(DevicePlacement, KnnAndUmapDeclineWhenTheDeviceRunsOutOfMemory) {
+    SolverProvider provider;
+    provider.fail = true;
+    const auto accelerator = detail::device_accelerator(&provider, device_like_shards(10));
+    ASSERT_TRUE(accelerator);
+    JobContext ctx;
+    const DenseMatrix<float> points(6, 2, 1.0f);
+    std::vector<std::int32_t> indices;
+    std::vector<float> distances;
+    EXPECT_FALSE(accelerator->exact_knn(points, 2, 3, indices, distances, ctx));
+    EXPECT_EQ(provider.knn_devices, (std::vector<int>{1, 0})) << "every shard's device, in shard order";
+    EXPECT_EQ(ctx.progress().message, "cuda:1: GPU out of memory (cudaMalloc of 5 MiB); kNN runs on the CPU instead");
+    const std::vector<std::int64_t> offsets{0, 1, 2};
+    const std::vector<std::int32_t> tail{1, 0};
+    const std::vector<double> schedule{1.0, 1.0};
+    UmapSgdProblem problem;
+    problem.num_vertices = 2;
+    problem.offsets = offsets;
+    problem.tail = tail;
+    problem.epochs_per_sample = schedule;
+    problem.epochs_per_negative_sample = schedule;
+    DenseMatrix<float> embedding(2, 2);
+    EXPECT_FALSE(accelerator->umap_sgd(problem, embedding, 10, [](int) {}, ctx));
+    EXPECT_EQ(provider.umap_devices, (std::vector<int>{1})) << "the first shard's device";
+    EXPECT_EQ(ctx.progress().message, "cuda:1: GPU out of memory (cudaMalloc of 7 MiB); UMAP runs on the CPU instead");
+}
+
 TEST(DevicePlacement, PcaEigensolverRunsOnTheFirstDeviceForLargeCovariances) {
     SolverProvider provider;
-    EXPECT_FALSE(detail::accelerated_pca_eigensolver(nullptr, device_like_shards(600)));
-    EXPECT_FALSE(detail::accelerated_pca_eigensolver(&provider, device_like_shards(600, false))) << "CPU shards";
-    EXPECT_FALSE(detail::accelerated_pca_eigensolver(&provider, device_like_shards(detail::kDeviceEigensolverMinGenes - 1)))
-        << "small covariances stay on the host";
-    const auto solve = detail::accelerated_pca_eigensolver(&provider, device_like_shards(detail::kDeviceEigensolverMinGenes));
-    ASSERT_TRUE(solve);
+    const auto accelerator = detail::device_accelerator(&provider, device_like_shards(10));
+    ASSERT_TRUE(accelerator);
     JobContext ctx;
     std::vector<double> values, vectors;
-    EXPECT_TRUE(solve(DenseMatrix<double>(4, 4, 0.0), 2, values, vectors, ctx));
+    const std::int64_t large = DeviceAccelerator::kDefaultMinEigensolverSize;
+    EXPECT_FALSE(accelerator->symmetric_eigenpairs(DenseMatrix<double>(large - 1, large - 1, 0.0), 2, values, vectors, ctx))
+        << "small covariances stay on the host";
+    EXPECT_TRUE(provider.eigen_devices.empty());
+    EXPECT_TRUE(accelerator->symmetric_eigenpairs(DenseMatrix<double>(large, large, 0.0), 2, values, vectors, ctx));
     EXPECT_EQ(provider.eigen_devices, (std::vector<int>{1})) << "the first shard's device";
     EXPECT_EQ(values.size(), 2u);
     provider.fail = true;
-    EXPECT_FALSE(solve(DenseMatrix<double>(4, 4, 0.0), 2, values, vectors, ctx)) << "a solver failure declines";
+    EXPECT_FALSE(accelerator->symmetric_eigenpairs(DenseMatrix<double>(large, large, 0.0), 2, values, vectors, ctx))
+        << "a solver failure declines";
     EXPECT_EQ(ctx.progress().message,
               "cuda:1: cusolverDnDsyevdx failed: info 3, 0 of 2 eigenpairs; the PCA eigendecomposition runs on the CPU instead");
 }
 
 TEST(DevicePlacement, SpectralProductRunsOnTheFirstDeviceAndDeclinesWhenItDoesNotFit) {
     SolverProvider provider;
-    EXPECT_FALSE(detail::accelerated_spectral_operator(nullptr, device_like_shards(10)));
-    EXPECT_FALSE(detail::accelerated_spectral_operator(&provider, device_like_shards(10, false)));
-    const auto factory = detail::accelerated_spectral_operator(&provider, device_like_shards(10));
-    ASSERT_TRUE(factory);
+    const auto accelerator = detail::device_accelerator(&provider, device_like_shards(10));
+    ASSERT_TRUE(accelerator);
     const std::vector<std::int64_t> offsets{0, 1, 2};
     const std::vector<std::int32_t> columns{1, 0};
     const std::vector<double> values{0.5, 0.5};
     JobContext ctx;
-    const auto product = factory(offsets, columns, values, ctx);
+    const auto product = accelerator->upload_sparse_matrix(offsets, columns, values, ctx);
     ASSERT_TRUE(product);
     const double x[2] = {3.0, -1.0};
     double y[2] = {0.0, 0.0};
-    product(x, y);
+    product->multiply(x, y, 1);
     EXPECT_EQ(y[0], 6.0) << "the provider's product";
     EXPECT_EQ(y[1], -2.0);
     EXPECT_EQ(provider.sparse_devices, (std::vector<int>{1}));
     provider.fail = true;
-    EXPECT_FALSE(factory(offsets, columns, values, ctx)) << "out of memory declines";
+    EXPECT_FALSE(accelerator->upload_sparse_matrix(offsets, columns, values, ctx)) << "out of memory declines";
     EXPECT_EQ(ctx.progress().message,
               "cuda:1: GPU out of memory (cudaMalloc of 3 MiB); the spectral initialisation runs on the CPU instead");
 }

@@ -16,9 +16,11 @@
 #include "core/algo/scale.hpp"
 #include "core/algo/spectral.hpp"
 #include "core/backend/CpuBackend.hpp"
+#include "core/backend/DeviceAccelerator.hpp"
 #include "core/types/errors.hpp"
 #include "gpu/devices.hpp"
 #include "gpu/fault_injection.hpp"
+#include "tests/support/accelerators.hpp"
 #include "tests/support/simulate.hpp"
 #if defined(FATHOM_HAVE_CUDA)
 #include "gpu/CudaBackend.hpp"
@@ -90,11 +92,8 @@ TEST_F(LinearAlgebraTest, PcaWithTheDeviceEigensolverMatchesTheHostPca) {
     pca_options.solver = PcaSolver::Exact;
     const auto host = pca(shards, scaling, pca_options, ctx);
     const auto provider = gpu::make_device_provider();
-    pca_options.accelerated_eigensolver = [&provider](const DenseMatrix<double>& covariance, int components,
-                                                      std::vector<double>& values, std::vector<double>& vectors, JobContext& job) {
-        return provider->symmetric_eigenpairs(covariance, components, 0, values, vectors, job);
-    };
-    const auto device = pca(shards, scaling, pca_options, ctx);
+    const DeviceAccelerator accelerator(*provider, {0});
+    const auto device = pca(shards, scaling, pca_options, ctx, &accelerator);
     EXPECT_TRUE(device.accelerated_solver);
     for (int component = 0; component < 40; ++component)
         EXPECT_NEAR(device.variance[static_cast<std::size_t>(component)], host.variance[static_cast<std::size_t>(component)],
@@ -132,13 +131,13 @@ TEST_F(LinearAlgebraTest, SparseProductMatchesTheHostProductAndTheSpectralLayout
     const auto host = spectral_layout(graph, {}, options, ctx);
     const auto provider = gpu::make_device_provider();
     int uploads = 0;
-    options.accelerated_operator = [&](std::span<const std::int64_t> offsets, std::span<const std::int32_t> columns,
-                                       std::span<const double> values, JobContext&) -> std::function<void(const double*, double*)> {
+    FunctionAccelerator accelerator;
+    accelerator.sparse = [&](std::span<const std::int64_t> offsets, std::span<const std::int32_t> columns,
+                             std::span<const double> values, JobContext&) {
         ++uploads;
-        std::shared_ptr<DeviceSparseMatrix> uploaded = provider->upload_sparse_matrix(offsets, columns, values, 0);
-        return [uploaded](const double* in, double* out) { uploaded->multiply(in, out, 1); };
+        return provider->upload_sparse_matrix(offsets, columns, values, 0);
     };
-    const auto device = spectral_layout(graph, {}, options, ctx);
+    const auto device = spectral_layout(graph, {}, options, ctx, &accelerator);
     EXPECT_GE(uploads, 1);
     double worst = 0.0;
     for (std::size_t index = 0; index < host.coordinates.values().size(); ++index)

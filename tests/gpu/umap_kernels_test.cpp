@@ -1,5 +1,5 @@
 // UMAP's deterministic SGD as the CUDA kernel computes it (gpu/umap_kernels.hpp),
-// run by its host loop through UmapOptions::accelerated_sgd: the same embedding, bit
+// run by its host loop as an accelerator's umap_sgd: the same embedding, bit
 // for bit, as the CPU's deterministic UMAP.
 #include <gtest/gtest.h>
 
@@ -9,6 +9,7 @@
 #include "core/algo/umap.hpp"
 #include "core/types/JobContext.hpp"
 #include "gpu/umap_kernels.hpp"
+#include "tests/support/accelerators.hpp"
 
 namespace fathom::test {
 namespace {
@@ -63,19 +64,23 @@ TEST(UmapKernels, HostLoopReproducesTheCpuDeterministicUmapBitForBit) {
         const UmapResult cpu = umap(graph, DenseMatrix<float>(), options, ctx);
 
         int published = 0;
-        options.accelerated_sgd = [&](const UmapSgdProblem& problem, DenseMatrix<float>& embedding,
-                                      const std::function<void(int)>& publish, JobContext&) {
+        FunctionAccelerator accelerator;
+        accelerator.sgd = [&](const UmapSgdProblem& problem, DenseMatrix<float>& embedding, int publish_every,
+                              const std::function<void(int)>& publish, JobContext&) {
             EXPECT_EQ(problem.num_vertices, cells);
             EXPECT_EQ(problem.dim, components);
             EXPECT_EQ(problem.num_epochs, 60);
-            return host_sgd(problem, embedding, publish, 10, published);
+            EXPECT_EQ(publish_every, 10);
+            return host_sgd(problem, embedding, publish, publish_every, published);
         };
-        int frames = 0;
-        options.on_epoch = [&frames](int, const DenseMatrix<float>&) { ++frames; };
-        const UmapResult device_logic = umap(graph, DenseMatrix<float>(), options, ctx);
+        struct Frames final : EmbeddingObserver {
+            int count = 0;
+            void on_epoch(int, const DenseMatrix<float>&) override { ++count; }
+        } frames;
+        const UmapResult device_logic = umap(graph, DenseMatrix<float>(), options, ctx, &accelerator, &frames);
         EXPECT_EQ(device_logic.embedding.values(), cpu.embedding.values()) << cells << " cells";
         EXPECT_EQ(published, 5);
-        EXPECT_EQ(frames, 6) << "five intermediate frames and the final one";
+        EXPECT_EQ(frames.count, 6) << "five intermediate frames and the final one";
     }
 }
 
@@ -87,16 +92,17 @@ TEST(UmapKernels, ADecliningAcceleratorLeavesTheCpuRun) {
     JobContext ctx;
     const UmapResult cpu = umap(graph, DenseMatrix<float>(), options, ctx);
     bool asked = false;
-    options.accelerated_sgd = [&asked](const UmapSgdProblem&, DenseMatrix<float>&, const std::function<void(int)>&, JobContext&) {
+    FunctionAccelerator accelerator;
+    accelerator.sgd = [&asked](const UmapSgdProblem&, DenseMatrix<float>&, int, const std::function<void(int)>&, JobContext&) {
         asked = true;
         return false;
     };
-    EXPECT_EQ(umap(graph, DenseMatrix<float>(), options, ctx).embedding.values(), cpu.embedding.values());
+    EXPECT_EQ(umap(graph, DenseMatrix<float>(), options, ctx, &accelerator).embedding.values(), cpu.embedding.values());
     EXPECT_TRUE(asked);
     // Other modes never ask.
     asked = false;
     options.parallelism = UmapParallelism::Sequential;
-    umap(graph, DenseMatrix<float>(), options, ctx);
+    umap(graph, DenseMatrix<float>(), options, ctx, &accelerator);
     EXPECT_FALSE(asked);
 }
 
