@@ -2,8 +2,6 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <thread>
@@ -15,7 +13,7 @@
 #include "core/algo/knn.hpp"
 #include "core/engine/Engine.hpp"
 #include "core/engine/csv_export.hpp"
-#include "core/io/errors.hpp"
+#include "core/types/atomic_file.hpp"
 #include "gpu/provider.hpp"
 
 namespace fathom::cli {
@@ -221,15 +219,8 @@ void add_run_command(CLI::App& app, int& exit_code) {
             report["total_wall_seconds"] = total;
             report["cells"] = snapshot->cells.size();
             report["genes"] = snapshot->dataset ? snapshot->dataset->shape.num_genes : 0;
-            if (!args->report.empty()) {
-                const std::string temp = args->report + ".tmp";
-                {
-                    std::ofstream stream(temp);
-                    stream << report.dump(2) << "\n";
-                    if (!stream) throw io::WriteError(args->report, "cannot write the report");
-                }
-                std::filesystem::rename(temp, args->report);
-            }
+            if (!args->report.empty())
+                write_file_atomically(args->report, [&](std::ostream& out) { out << report.dump(2) << "\n"; });
             std::cout << "wrote " << args->output << " (" << snapshot->cells.size() << " cells) in " << std::fixed
                       << std::setprecision(2) << total << " s\n";
             for (const auto& entry : report["steps"])

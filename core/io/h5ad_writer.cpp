@@ -16,7 +16,7 @@
 #include "core/types/JobContext.hpp"
 #include "core/io/CsrAppender.hpp"
 #include "core/io/detail/hdf5_write.hpp"
-#include "core/io/detail/atomic_output.hpp"
+#include "core/types/atomic_file.hpp"
 
 namespace fathom::io {
 
@@ -333,7 +333,7 @@ void validate(const H5adWriteOptions& options) {
 // ---- H5adStreamWriter ----
 
 struct H5adStreamWriter::Impl {
-    detail::AtomicOutput output;
+    AtomicFile output;
     MatrixShape shape;
     H5adWriteOptions options;
     std::optional<h5::File> file;
@@ -437,7 +437,7 @@ void write_h5ad(const std::string& path, const Dataset& meta, RowSource* matrix,
         return;
     }
 
-    detail::AtomicOutput output(path);
+    AtomicFile output(path);
     output.run([&] {
         h5::File file = h5::File::create(output.temp_path());
         set_encoding(file, "/", "anndata", "0.1.0");
