@@ -53,7 +53,12 @@ Engine::Engine(EngineConfig config) : m_state(std::make_shared<State>()) {
     m_state->config = std::move(config);
 }
 
-Engine::~Engine() = default;
+Engine::~Engine() {
+    // Cancel and join both workers while this object still holds the state: a job that
+    // captured it must not drop the last reference on its own worker thread.
+    m_state->query.stop();
+    m_state->compute.stop();
+}
 
 JobHandle Engine::open(std::string path) {
     auto state = m_state;

@@ -5,7 +5,10 @@
 #include <cmath>
 #include <algorithm>
 #include <filesystem>
+#include <atomic>
+#include <future>
 #include <set>
+#include <thread>
 
 #include "core/algo/recipes.hpp"
 #include "core/backend/ShardSet.hpp"
@@ -292,6 +295,31 @@ TEST(Engine, CancelledRunLeavesTheEngineUsable) {
     // preprocess/hvg/scale finished before the cancel and are reused.
     EXPECT_EQ(steps_of(status), (std::vector<std::string>{"pca", "neighbors"}));
     EXPECT_TRUE(engine.snapshot()->obsm.count("X_pca"));
+}
+
+TEST(Engine, DestroyingItCancelsARunningJobAndJoinsItsWorkersThenAndThere) {
+    // The job holds the engine's state; before ~Engine stopped the queues, the job kept
+    // running and released the last reference on its own worker, whose queue then joined
+    // itself (std::terminate: "Resource deadlock avoided", seen in the GUI tests).
+    std::promise<void> running;
+    std::atomic<bool> saw_cancel{false};
+    EngineConfig config;
+    config.step_observer = [&](const std::string&, JobContext& ctx) {
+        running.set_value();
+        while (!ctx.cancelled()) std::this_thread::yield();
+        saw_cancel = true;
+    };
+    JobHandle handle, queued;
+    {
+        Engine engine(config);
+        handle = engine.open(dataset_path());
+        queued = engine.open(dataset_path());
+        ASSERT_EQ(running.get_future().wait_for(120s), std::future_status::ready);
+    }
+    // ~Engine returned only after the job ended: nothing of it runs on.
+    EXPECT_TRUE(saw_cancel);
+    EXPECT_EQ(handle.status().state, JobState::Cancelled);
+    EXPECT_EQ(queued.status().state, JobState::Cancelled);
 }
 
 TEST(Engine, StreamedOutOfCoreRunAgreesWithTheInMemoryRun) {
