@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "core/algo/knn.hpp"
+#include "core/data/GeneLookup.hpp"
 #include "core/engine/detail/DevicePlacement.hpp"
 #include "core/engine/detail/EngineState.hpp"
 #include "core/engine/detail/SelectedRowsSource.hpp"
@@ -120,21 +121,12 @@ Pending<GeneValues> Engine::gene_values(std::string gene, ValueLayer layer) {
         if (data->streamed)
             throw std::invalid_argument("gene '" + gene + "': gene queries need the matrix in memory; this dataset is "
                                         "streamed from its file (raise EngineConfig::memory_budget_bytes)");
+        const GeneLookup lookup(data->meta.var);
+        const std::int32_t gene32 = lookup.find(gene);
+        if (gene32 < 0) throw std::invalid_argument(lookup.problem(gene));
+        const auto gene_index = static_cast<std::int64_t>(gene32);
         const auto& names = data->meta.var.index();
-        std::int64_t gene_index = -1;
-        for (std::size_t index = 0; index < names.size() && gene_index < 0; ++index)
-            if (names[index] == gene) gene_index = static_cast<std::int64_t>(index);
-        if (gene_index < 0) {
-            if (const Column* ids = data->meta.var.find("gene_ids")) {
-                if (const auto* strings = std::get_if<StringColumn>(&ids->data)) {
-                    for (std::size_t index = 0; index < strings->values.size() && gene_index < 0; ++index)
-                        if (strings->values[index] == gene) gene_index = static_cast<std::int64_t>(index);
-                }
-            }
-        }
-        if (gene_index < 0) throw std::invalid_argument("gene '" + gene + "' is not in var names or var['gene_ids']");
         // Cached per layer (EngineFilters.cpp), shared with the filters that name this gene.
-        const auto gene32 = static_cast<std::int32_t>(gene_index);
         const auto cached = detail::cached_gene_columns(*data, std::span<const std::int32_t>(&gene32, 1), layer, ctx);
         const std::vector<float>& column = *cached.front();
         auto result = std::make_shared<GeneValues>();

@@ -9,6 +9,7 @@
 
 #include "core/algo/gene_filter.hpp"
 #include "core/algo/gene_set.hpp"
+#include "core/data/GeneLookup.hpp"
 #include "core/engine/Engine.hpp"
 #include "core/engine/detail/EngineState.hpp"
 
@@ -24,14 +25,6 @@ std::shared_ptr<const detail::LoadedData> queryable_data(const Engine::State& st
         throw std::invalid_argument(what + ": gene queries need the matrix in memory; this dataset is streamed from "
                                     "its file (raise EngineConfig::memory_budget_bytes)");
     return data;
-}
-
-/// var['gene_ids'] when it is a string column of the right length; empty otherwise.
-std::span<const std::string> gene_ids_of(const Table& var) {
-    if (const Column* ids = var.find("gene_ids"))
-        if (const auto* strings = std::get_if<StringColumn>(&ids->data))
-            if (strings->values.size() == var.index().size()) return strings->values;
-    return {};
 }
 
 std::shared_ptr<const AnalysisSnapshot> current_snapshot(const Engine::State& state) {
@@ -86,8 +79,7 @@ Pending<CellMask> Engine::evaluate_filter(std::string expression, ValueLayer lay
         state->begin_step(ctx, "filter");
         const auto data = queryable_data(*state, "filter '" + expression + "'");
         const FilterExpression parsed = parse_filter(expression);
-        const GeneLookup lookup(data->meta.var.index(), gene_ids_of(data->meta.var));
-        const std::vector<std::int32_t> genes = resolve_filter_genes(parsed, lookup);
+        const std::vector<std::int32_t> genes = resolve_filter_genes(parsed, GeneLookup(data->meta.var));
 
         // Cached after the first read: a threshold change costs one pass over memory.
         const auto cached = detail::cached_gene_columns(*data, genes, layer, ctx);
@@ -156,13 +148,14 @@ Pending<GeneValues> Engine::gene_set_score(std::vector<std::string> genes, bool 
         state->begin_step(ctx, "gene set");
         const auto data = queryable_data(*state, "gene set score");
         if (genes.empty()) throw std::invalid_argument("gene set score: the gene set is empty");
-        const GeneLookup lookup(data->meta.var.index(), gene_ids_of(data->meta.var));
+        const GeneLookup lookup(data->meta.var);
         std::vector<std::int32_t> indices;
         std::vector<std::string> missing;
         for (const auto& gene : genes) {
-            const std::int32_t index = lookup.find(gene);
-            if (index >= 0)
-                indices.push_back(index);
+            const GeneResolution resolution = lookup.resolve(gene);
+            if (resolution.ambiguous()) throw std::invalid_argument("gene set score: " + lookup.problem(gene));
+            if (resolution.found())
+                indices.push_back(resolution.column);
             else
                 missing.push_back(gene);
         }

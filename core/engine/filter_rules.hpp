@@ -66,8 +66,9 @@ struct FilterRulesParse {
 };
 
 /// Parses a filter text (grammar in core/algo/gene_filter.hpp). Never throws for bad
-/// text: a syntax error, or (when `names` is not empty) a gene that is neither in
-/// `names` (var names) nor in `ids` (gene ids), is returned with its position. The
+/// text: a syntax error, or (when `names` is not empty) a gene that GeneLookup(names,
+/// ids) does not resolve to one column (unknown or ambiguous), is returned with its
+/// position. The
 /// empty text (only spaces) is ok with no rules.
 FilterRulesParse parse_filter_rules(std::string_view text, std::span<const std::string> names = {},
                                     std::span<const std::string> ids = {});

@@ -94,6 +94,19 @@ TEST(FilterRules, UnknownGenesAreReportedWithSuggestionsWhenNamesAreGiven) {
     EXPECT_TRUE(parse_filter_rules("ENSG00000156738 > 0", names, ids).ok);
 }
 
+TEST(FilterRules, AmbiguousGenesAreReportedLikeUnknownOnes) {
+    const std::vector<std::string> names = {"TBCE", "CD3E", "TBCE"};
+    const std::vector<std::string> ids = {"ENSG1", "ENSG2", "ENSG3"};
+    const FilterRulesParse ambiguous = parse_filter_rules("CD3E > 1 and TBCE > 0", names, ids);
+    EXPECT_FALSE(ambiguous.ok);
+    EXPECT_EQ(ambiguous.offset, 13u);
+    EXPECT_EQ(ambiguous.length, 4u);
+    EXPECT_NE(ambiguous.problem.find("ambiguous gene 'TBCE' (it is the var name of 2 genes (gene ids ENSG1, ENSG3)"),
+              std::string::npos)
+        << ambiguous.problem;
+    EXPECT_TRUE(parse_filter_rules("CD3E > 1 and ENSG3 > 0", names, ids).ok);
+}
+
 TEST(FilterRules, GeneListFilesAreReadOrNamedInTheError) {
     const auto folder = test::temp_dir("filter-rules");
     const auto path = folder / "set.csv";
