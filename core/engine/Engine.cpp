@@ -169,9 +169,9 @@ JobHandle Engine::export_h5ad(std::string path, bool include_matrix) {
             // that no second copy of the matrix is made.
             io::OpenedDataset reopened = io::open_dataset(data->meta.path);
             detail::SelectedRowsSource rows(std::move(reopened.source), snapshot->cells);
-            io::write_h5ad(path, out, &rows, options);
+            io::write_h5ad(path, out, &rows, options, &ctx);
         } else {
-            io::write_h5ad(path, out, nullptr, options);
+            io::write_h5ad(path, out, nullptr, options, &ctx);
         }
         ctx.report(1.0);
     });

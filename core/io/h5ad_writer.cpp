@@ -403,7 +403,8 @@ void H5adStreamWriter::commit(const Dataset& meta) {
 
 // ---- write_h5ad ----
 
-void write_h5ad(const std::string& path, const Dataset& meta, RowSource* matrix, const H5adWriteOptions& options) {
+void write_h5ad(const std::string& path, const Dataset& meta, RowSource* matrix, const H5adWriteOptions& options,
+                JobContext* ctx) {
     validate(options);
     const bool with_matrix = matrix != nullptr && options.write_matrix;
     MatrixShape shape{meta.obs.num_rows(), meta.var.num_rows()};
@@ -414,6 +415,7 @@ void write_h5ad(const std::string& path, const Dataset& meta, RowSource* matrix,
         H5adStreamWriter writer(path, shape, options, matrix->nnz());
         for (std::int64_t begin = 0; begin < shape.num_cells; begin += options.rows_per_block) {
             const std::int64_t end = std::min(shape.num_cells, begin + options.rows_per_block);
+            if (ctx) ctx->checkpoint();  // the writer's destructor removes the temporary file
             CsrShard rows;
             try {
                 rows = matrix->read_rows(begin, end);
@@ -432,6 +434,7 @@ void write_h5ad(const std::string& path, const Dataset& meta, RowSource* matrix,
                                            std::to_string(rows.row_end()) + ") for [" + std::to_string(begin) + ", " +
                                            std::to_string(end) + ")");
             writer.append_rows(rows);
+            if (ctx) ctx->report(static_cast<double>(end) / static_cast<double>(shape.num_cells));
         }
         writer.commit(meta);
         return;
