@@ -66,7 +66,7 @@ JobHandle Engine::open(std::string path) {
     return state->compute.submit("open", [state, path](JobContext& ctx) {
         state->begin_step(ctx, "read");
         const DeviceSpec devices = DeviceSpec::parse(state->config.devices);
-        io::OpenedDataset opened = io::open_dataset(path);
+        io::OpenedDataset opened = io::open_dataset(path, detail::read_options(state->config.read));
         auto data = std::make_shared<detail::LoadedData>();
         data->devices = devices;
         std::vector<std::int64_t> offsets = opened.source->row_offsets();
@@ -107,6 +107,11 @@ JobHandle Engine::run(PipelineSettings settings) {
     settings.validate();
     auto state = m_state;
     return state->compute.submit("pipeline", [state, settings](JobContext& ctx) {
+        // The out-of-core pipeline reads the file again with the default read options.
+        if (const auto data = state->loaded(); data && data->streamed && !(state->config.read == DatasetReadOptions{}))
+            throw std::invalid_argument("EngineConfig::read: the out-of-core pipeline reads the file with the default "
+                                        "read options only, and this streamed dataset was opened with others (raise "
+                                        "EngineConfig::memory_budget_bytes to load it)");
         detail::run_pipeline(*state, settings, ctx);
     });
 }
@@ -118,16 +123,14 @@ Pending<GeneValues> Engine::gene_values(std::string gene, ValueLayer layer) {
         state->begin_step(ctx, "gene");
         const auto data = state->loaded();
         if (!data) throw std::invalid_argument("gene '" + gene + "': no dataset is open");
-        if (data->streamed)
-            throw std::invalid_argument("gene '" + gene + "': gene queries need the matrix in memory; this dataset is "
-                                        "streamed from its file (raise EngineConfig::memory_budget_bytes)");
         const GeneLookup lookup(data->meta.var);
         const std::int32_t gene32 = lookup.find(gene);
         if (gene32 < 0) throw std::invalid_argument(lookup.problem(gene));
         const auto gene_index = static_cast<std::int64_t>(gene32);
         const auto& names = data->meta.var.index();
         // Cached per layer (EngineFilters.cpp), shared with the filters that name this gene.
-        const auto cached = detail::cached_gene_columns(*data, std::span<const std::int32_t>(&gene32, 1), layer, ctx);
+        const auto cached =
+            detail::cached_gene_columns(*data, state->config, std::span<const std::int32_t>(&gene32, 1), layer, ctx);
         const std::vector<float>& column = *cached.front();
         auto result = std::make_shared<GeneValues>();
         result->gene = names[static_cast<std::size_t>(gene_index)];
@@ -167,7 +170,7 @@ JobHandle Engine::export_h5ad(std::string path, bool include_matrix) {
         if (include_matrix) {
             // X = the raw counts of the analysed cells, streamed again from the file so
             // that no second copy of the matrix is made.
-            io::OpenedDataset reopened = io::open_dataset(data->meta.path);
+            io::OpenedDataset reopened = io::open_dataset(data->meta.path, detail::read_options(state->config.read));
             detail::SelectedRowsSource rows(std::move(reopened.source), snapshot->cells);
             io::write_h5ad(path, out, &rows, options, &ctx);
         } else {

@@ -73,6 +73,11 @@ struct FilterRulesParse {
 FilterRulesParse parse_filter_rules(std::string_view text, std::span<const std::string> names = {},
                                     std::span<const std::string> ids = {});
 
+/// The parser's full message (with the caret lines, e.g. "filter: the expression is
+/// empty at column 1 ...") when `text` is not a filter expression — the empty text
+/// included, unlike parse_filter_rules — or "" when it parses. Genes are not looked up.
+std::string filter_syntax_error(std::string_view text);
+
 /// Genes of a gene-list file (one per line, or a CSV/TSV whose first column is the gene;
 /// see core/io/gene_list.hpp), in file order, each once. Throws std::runtime_error naming
 /// the file when it cannot be read or names no gene.

@@ -107,6 +107,17 @@ TEST(FilterRules, AmbiguousGenesAreReportedLikeUnknownOnes) {
     EXPECT_TRUE(parse_filter_rules("CD3E > 1 and ENSG3 > 0", names, ids).ok);
 }
 
+TEST(FilterRules, SyntaxErrorOfAnyTextTheEmptyOneIncluded) {
+    EXPECT_EQ(filter_syntax_error("CD3E > 1 and not MS4A1 > 0"), "");
+    EXPECT_EQ(filter_syntax_error("UNKNOWN_GENE > 1"), "") << "genes are not looked up";
+    const std::string empty = filter_syntax_error("  ");
+    EXPECT_NE(empty.find("filter: the expression is empty at column 1"), std::string::npos) << empty;
+    EXPECT_NE(empty.find("^"), std::string::npos) << empty;
+    const std::string bad = filter_syntax_error("CD3E = 1");
+    EXPECT_NE(bad.find("(use '==')"), std::string::npos) << bad;
+    EXPECT_NE(bad.find("\n  CD3E = 1\n       ^"), std::string::npos) << bad;
+}
+
 TEST(FilterRules, GeneListFilesAreReadOrNamedInTheError) {
     const auto folder = test::temp_dir("filter-rules");
     const auto path = folder / "set.csv";
