@@ -38,16 +38,10 @@ std::span<const std::uint8_t> colormap_table(Colormap colormap) noexcept;
 /// NaN gives k_missing_color.
 Rgba8 colormap_color(Colormap colormap, float t) noexcept;
 
-/// scanpy/plotting/palettes.py (1.9): default_20 (vega_20_scanpy), default_28
-/// (zeileis_28) and default_102 (godsnot_102), as "#rrggbb" strings.
-std::span<const char* const> scanpy_default_20() noexcept;
-std::span<const char* const> scanpy_default_28() noexcept;
-std::span<const char* const> scanpy_default_102() noexcept;
-
 /// Colours scanpy 1.9 assigns to `num_categories` categories when uns['<key>_colors'] is
-/// absent (`_set_default_colors_for_categorical_obs` with scanpy's rcParams, whose colour
-/// cycle is default_20): up to 20 -> default_20, up to 28 -> default_28, up to 102 ->
-/// default_102, more -> every category grey (k_missing_color).
+/// absent: the engine's palette (fathom::default_category_colors in
+/// core/engine/palette.hpp, which holds scanpy's default_20 / 28 / 102) as Rgba8; more
+/// than 102 categories are every one grey (k_missing_color).
 std::vector<Rgba8> default_category_colors(std::size_t num_categories);
 
 /// Parses "#rgb", "#rrggbb", "#rrggbbaa" (any case) or a CSS / matplotlib base colour

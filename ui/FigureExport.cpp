@@ -1,5 +1,7 @@
 #include "ui/FigureExport.hpp"
 
+#include <QBuffer>
+#include <QFile>
 #include <QFileInfo>
 #include <QFont>
 #include <QFontMetricsF>
@@ -10,13 +12,15 @@
 #include <QPainter>
 #include <QPdfWriter>
 #include <QRegularExpression>
-#include <QSaveFile>
 #include <QSvgGenerator>
 #include <algorithm>
 #include <cmath>
+#include <ostream>
 #include <tuple>
 #include <vector>
 
+#include "core/types/atomic_file.hpp"
+#include "core/types/errors.hpp"
 #include "ui/PlotView.hpp"
 
 namespace fathom::ui {
@@ -396,8 +400,18 @@ bool export_figure(PlotView& plot, const QString& path, const FigureOptions& opt
     const FigureContent content = read_content(plot, options);
     const QSize page(static_cast<int>(std::lround(options.width_in * options.dpi)),
                      static_cast<int>(std::lround(options.height_in * options.dpi)));
-    QSaveFile file(path);
-    if (!file.open(QIODevice::WriteOnly)) return fail(QStringLiteral("cannot create: %1").arg(file.errorString()));
+    // The file is rendered in memory, then written by the one atomic writer (temporary
+    // file, then rename: nothing is left at `path` on failure). Its checks run first, so
+    // an unusable destination fails before the rendering.
+    const std::string file_name = QFile::encodeName(path).toStdString();
+    const auto write_error = [&](const WriteError& failure) { return fail(QString::fromStdString(failure.reason())); };
+    try {
+        check_output_path(file_name);
+    } catch (const WriteError& failure) {
+        return write_error(failure);
+    }
+    QBuffer file;
+    file.open(QIODevice::WriteOnly);
 
     // Lays out on `device`, renders the point layer at the plot rectangle's pixel size
     // and paints the figure with `painter` (already begun on `device`).
@@ -461,11 +475,13 @@ bool export_figure(PlotView& plot, const QString& path, const FigureOptions& opt
             break;
         }
     }
-    if (!problem.isEmpty()) {
-        file.cancelWriting();
-        return fail(problem);
+    if (!problem.isEmpty()) return fail(problem);
+    try {
+        const QByteArray& bytes = file.data();
+        write_file_atomically(file_name, [&](std::ostream& out) { out.write(bytes.constData(), bytes.size()); });
+    } catch (const WriteError& failure) {
+        return write_error(failure);
     }
-    if (!file.commit()) return fail(QStringLiteral("cannot write: %1").arg(file.errorString()));
     return true;
 }
 

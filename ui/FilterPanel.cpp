@@ -20,6 +20,7 @@
 #include <cmath>
 #include <set>
 
+#include "core/data/GeneLookup.hpp"
 #include "ui/FilterHistogram.hpp"
 #include "ui/GeneSearch.hpp"
 #include "ui/JobWatcher.hpp"
@@ -43,14 +44,6 @@ QString number_text(std::int64_t value) {
 
 float brush_round(float value) {
     return static_cast<float>(std::round(static_cast<double>(value) * k_brush_scale) / k_brush_scale);
-}
-
-/// var['gene_ids'] when it is a string column with one entry per gene.
-std::vector<std::string> gene_ids(const Table& var) {
-    if (const Column* column = var.find("gene_ids"))
-        if (const auto* strings = std::get_if<StringColumn>(&column->data))
-            if (strings->values.size() == var.index().size()) return strings->values;
-    return {};
 }
 
 }  // namespace
@@ -109,9 +102,12 @@ struct FilterPanel::Private {
     QStringList gene_set;
     QString gene_set_status;
 
-    bool known_gene(const std::string& gene) const {
-        return std::find(names.begin(), names.end(), gene) != names.end() ||
-               std::find(ids.begin(), ids.end(), gene) != ids.end();
+    /// What `gene` names in this dataset (GeneLookup: var names, then gene ids).
+    GeneResolution resolve(const std::string& gene) const { return GeneLookup(names, ids).resolve(gene); }
+    /// Why `gene` names no single column of this dataset; empty when it does, or when no
+    /// dataset is shown (the engine checks again).
+    QString gene_problem(const std::string& gene) const {
+        return names.empty() ? QString() : QString::fromStdString(GeneLookup(names, ids).problem(gene));
     }
     Engine* current_engine() const { return engine ? engine() : nullptr; }
 };
@@ -295,8 +291,8 @@ bool FilterPanel::setExpressionText(const QString& text) {
 bool FilterPanel::addRule(const QString& gene) {
     const std::string name = gene.trimmed().toStdString();
     if (name.empty()) return false;
-    if (!d->names.empty() && !d->known_gene(name)) {
-        showError(tr("unknown gene '%1': not a var name or gene id of this dataset").arg(gene.trimmed()));
+    if (const QString problem = d->gene_problem(name); !problem.isEmpty()) {
+        showError(problem);
         return false;
     }
     if (!d->parsed.representable) {
@@ -345,7 +341,12 @@ void FilterPanel::setSnapshot(std::shared_ptr<const AnalysisSnapshot> snapshot) 
     d->fetching.clear();
     d->watcher->cancelAll();
     d->names = d->snapshot->var ? d->snapshot->var->index() : std::vector<std::string>{};
-    d->ids = d->snapshot->var ? gene_ids(*d->snapshot->var) : std::vector<std::string>{};
+    if (d->snapshot->var) {
+        const auto ids = gene_ids(*d->snapshot->var);
+        d->ids.assign(ids.begin(), ids.end());
+    } else {
+        d->ids.clear();
+    }
     d->search_model->setGenes(d->names, d->ids);
     for (auto& row : d->rows) row.histogram->setValues(nullptr);
     apply();
@@ -557,9 +558,9 @@ void FilterPanel::rebuildRows() {
             const auto& current = d->parsed.rules;
             if (static_cast<std::size_t>(row_index) >= current.size() || gene == current[static_cast<std::size_t>(row_index)].gene)
                 return;
-            if (gene.empty() || (!d->names.empty() && !d->known_gene(gene))) {
-                showError(tr("unknown gene '%1': not a var name or gene id of this dataset")
-                              .arg(QString::fromStdString(gene)));
+            const QString problem = gene.empty() ? tr("the gene name is empty") : d->gene_problem(gene);
+            if (!problem.isEmpty()) {
+                showError(problem);
                 gene_edit->setText(QString::fromStdString(current[static_cast<std::size_t>(row_index)].gene));
                 return;
             }
@@ -685,13 +686,17 @@ bool FilterPanel::loadGeneSet(const QString& path) {
         return false;
     }
     d->gene_set.clear();
-    int missing = 0;
+    int missing = 0, ambiguous = 0;
     for (const std::string& gene : genes) {
         d->gene_set << QString::fromStdString(gene);
-        if (!d->names.empty() && !d->known_gene(gene)) ++missing;
+        if (d->names.empty()) continue;
+        const GeneResolution resolution = d->resolve(gene);
+        if (resolution.ambiguous()) ++ambiguous;
+        else if (!resolution.found()) ++missing;
     }
     d->gene_set_status = tr("%1 genes from %2").arg(genes.size()).arg(QFileInfo(path).fileName());
     if (missing > 0) d->gene_set_status += tr(" (%1 not in this dataset)").arg(missing);
+    if (ambiguous > 0) d->gene_set_status += tr(" (%1 ambiguous: name them by gene id)").arg(ambiguous);
     d->gene_set_label->setText(d->gene_set_status);
     d->gene_set_color->setEnabled(true);
     return true;

@@ -17,7 +17,7 @@ void add_run_command(CLI::App& app, int& exit_code);
 void add_filter_command(CLI::App& app, int& exit_code);
 
 /// Runs `body`, mapping Fathom's typed errors to exit codes and printing
-/// "fathom-cli: <message>" on stderr.
+/// "fathom-cli: <message>" on stderr (Cancelled: "fathom-cli: cancelled", 130).
 int guarded(const std::function<int()>& body);
 
 }  // namespace fathom::cli

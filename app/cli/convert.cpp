@@ -1,6 +1,7 @@
 #include <iostream>
 
 #include "app/cli/commands.hpp"
+#include "app/cli/jobs.hpp"
 #include "core/io/RowSource.hpp"
 #include "core/io/h5ad_writer.hpp"
 
@@ -27,8 +28,10 @@ void add_convert_command(CLI::App& app, int& exit_code) {
         ->default_str("0");
     command->callback([&exit_code, args] {
         exit_code = guarded([&] {
+            JobContext ctx;
+            const InterruptScope interrupt(&ctx);  // Ctrl-C: Cancelled, nothing left at OUT
             io::OpenedDataset opened = io::open_dataset(args->input, args->read);
-            io::write_h5ad(args->output, opened.meta, opened.source.get(), args->write);
+            io::write_h5ad(args->output, opened.meta, opened.source.get(), args->write, &ctx);
             std::cout << "wrote " << args->output << ": " << opened.meta.shape.num_cells << " cells x "
                       << opened.meta.shape.num_genes << " genes, " << opened.meta.nnz << " non-zeros\n";
             return static_cast<int>(Ok);

@@ -3,12 +3,16 @@
 
 #include "app/cli/commands.hpp"
 #include "core/io/errors.hpp"
+#include "core/types/JobContext.hpp"
 
 namespace fathom::cli {
 
 int guarded(const std::function<int()>& body) {
     try {
         return body();
+    } catch (const fathom::Cancelled&) {  // Ctrl-C (InterruptScope in jobs.hpp)
+        std::cerr << "fathom-cli: cancelled\n";
+        return Cancelled;
     } catch (const io::FormatError& error) {
         std::cerr << "fathom-cli: " << error.what() << "\n";
         return Input;

@@ -1,9 +1,5 @@
-#include <atomic>
 #include <chrono>
-#include <csignal>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <thread>
@@ -12,18 +8,16 @@
 #include <nlohmann/json.hpp>
 
 #include "app/cli/commands.hpp"
+#include "app/cli/jobs.hpp"
 #include "core/algo/knn.hpp"
 #include "core/engine/Engine.hpp"
 #include "core/engine/csv_export.hpp"
-#include "core/io/errors.hpp"
+#include "core/types/atomic_file.hpp"
 #include "gpu/provider.hpp"
 
 namespace fathom::cli {
 
 namespace {
-
-std::atomic<bool> g_interrupted{false};
-extern "C" void on_interrupt(int) { g_interrupted.store(true); }
 
 /// Prints a live progress line (tty) or one line per stage (pipes, logs).
 class ProgressPrinter {
@@ -70,13 +64,9 @@ int exit_code_for(const JobStatus& status) {
 
 /// Waits for the job while printing progress; Ctrl-C cancels it.
 JobStatus follow(const JobHandle& handle, ProgressPrinter& printer) {
-    using namespace std::chrono_literals;
-    while (!handle.wait_for(100ms)) {
-        if (g_interrupted.load()) handle.cancel();
-        printer.update(handle.status());
-    }
+    const JobStatus status = wait_for_job(handle, [&](const JobStatus& now) { printer.update(now); });
     printer.finish();
-    return handle.status();
+    return status;
 }
 
 nlohmann::json timings_json(const JobStatus& status) {
@@ -170,8 +160,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
             settings.validate();
             if (!args->output.ends_with(".h5ad")) throw std::invalid_argument("--out must name a .h5ad file");
 
-            std::signal(SIGINT, on_interrupt);
-            std::signal(SIGTERM, on_interrupt);
+            std::optional<InterruptScope> interrupt(std::in_place);
             const auto started = std::chrono::steady_clock::now();
             EngineConfig config;
             config.devices = args->devices;
@@ -207,8 +196,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
             if (code == Ok) code = step(engine.run(settings));
             if (code == Ok) code = step(engine.export_h5ad(args->output, !args->no_matrix));
             if (code == Ok && !args->export_csv.empty()) fathom::export_csv(*engine.snapshot(), args->export_csv);
-            std::signal(SIGINT, SIG_DFL);
-            std::signal(SIGTERM, SIG_DFL);
+            interrupt.reset();
             if (code != Ok) return code;
 
             const auto snapshot = engine.snapshot();
@@ -221,15 +209,8 @@ void add_run_command(CLI::App& app, int& exit_code) {
             report["total_wall_seconds"] = total;
             report["cells"] = snapshot->cells.size();
             report["genes"] = snapshot->dataset ? snapshot->dataset->shape.num_genes : 0;
-            if (!args->report.empty()) {
-                const std::string temp = args->report + ".tmp";
-                {
-                    std::ofstream stream(temp);
-                    stream << report.dump(2) << "\n";
-                    if (!stream) throw io::WriteError(args->report, "cannot write the report");
-                }
-                std::filesystem::rename(temp, args->report);
-            }
+            if (!args->report.empty())
+                write_file_atomically(args->report, [&](std::ostream& out) { out << report.dump(2) << "\n"; });
             std::cout << "wrote " << args->output << " (" << snapshot->cells.size() << " cells) in " << std::fixed
                       << std::setprecision(2) << total << " s\n";
             for (const auto& entry : report["steps"])

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "app/cli/commands.hpp"
+#include "app/cli/jobs.hpp"
 #include "core/io/synth.hpp"
 
 namespace fathom::cli {
@@ -56,7 +57,9 @@ void add_synth_command(CLI::App& app, int& exit_code) {
                     std::cerr << line.str() << std::flush;
                 };
             }
-            const io::SynthSummary summary = io::write_synthetic(args->output, options);
+            JobContext ctx;
+            const InterruptScope interrupt(&ctx);  // Ctrl-C: Cancelled, nothing left at --out
+            const io::SynthSummary summary = io::write_synthetic(args->output, options, &ctx);
             if (!args->quiet) std::cerr << "\n";
             const double density = static_cast<double>(summary.nnz) /
                                    (static_cast<double>(summary.num_cells) * static_cast<double>(summary.num_genes));

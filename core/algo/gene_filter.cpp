@@ -4,7 +4,6 @@
 #include <charconv>
 #include <cmath>
 #include <limits>
-#include <tuple>
 
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
@@ -55,41 +54,49 @@ std::string parse_message(std::string_view text, std::size_t offset, const std::
     return message + "\n" + pointer_lines(text, {{offset, length}});
 }
 
-/// "unknown gene 'CD3F' (did you mean CD3E?)" without positions.
-std::string unknown_problem(const std::vector<UnknownGeneError::Unknown>& unknown) {
-    std::string problem = unknown.size() == 1 ? "unknown gene " : "unknown genes ";
-    for (std::size_t index = 0; index < unknown.size(); ++index) {
-        problem += (index > 0 ? ", '" : "'") + unknown[index].gene + "'";
-        if (!unknown[index].suggestions.empty()) {
-            problem += " (did you mean ";
-            for (std::size_t match = 0; match < unknown[index].suggestions.size(); ++match)
-                problem += (match > 0 ? ", " : "") + unknown[index].suggestions[match];
-            problem += "?)";
+/// The unknown genes as "unknown gene 'CD3F'[ at column 1] (did you mean CD3E?), ..."
+/// and the ambiguous ones as "ambiguous gene 'TBCE'[ at column 9] (it is the var name
+/// of ...)", joined by "; "; `text` given: with the columns.
+std::string genes_problem(const std::vector<UnknownGeneError::Unknown>& genes, const std::string_view* text) {
+    const auto position = [&](const UnknownGeneError::Unknown& entry) {
+        return text ? " at column " + std::to_string(column_of(*text, entry.offset)) : std::string();
+    };
+    std::string unknown, ambiguous;
+    std::size_t num_unknown = 0, num_ambiguous = 0;
+    for (const auto& entry : genes) {
+        if (entry.ambiguity.empty()) {
+            unknown += (num_unknown++ > 0 ? ", '" : "'") + entry.gene + "'" + position(entry);
+            if (!entry.suggestions.empty()) {
+                unknown += " (did you mean ";
+                for (std::size_t match = 0; match < entry.suggestions.size(); ++match)
+                    unknown += (match > 0 ? ", " : "") + entry.suggestions[match];
+                unknown += "?)";
+            }
+        } else {
+            ambiguous += (num_ambiguous++ > 0 ? ", '" : "'") + entry.gene + "'" + position(entry) + " (" +
+                         entry.ambiguity + ")";
         }
     }
+    std::string problem;
+    if (num_unknown > 0) {
+        problem = (num_unknown == 1 ? "unknown gene " : "unknown genes ") + unknown;
+        if (text) problem += "; not in var names or var['gene_ids']";
+    }
+    if (num_ambiguous > 0)
+        problem += (problem.empty() ? "" : "; ") + std::string(num_ambiguous == 1 ? "ambiguous gene " : "ambiguous genes ") +
+                   ambiguous;
     return problem;
 }
 
-std::string unknown_message(std::string_view text, const std::vector<UnknownGeneError::Unknown>& unknown) {
-    std::string message = unknown.size() == 1 ? "filter: unknown gene " : "filter: unknown genes ";
+std::string unknown_message(std::string_view text, const std::vector<UnknownGeneError::Unknown>& genes) {
     std::vector<std::pair<std::size_t, std::size_t>> marks;
-    for (std::size_t index = 0; index < unknown.size(); ++index) {
-        const auto& entry = unknown[index];
-        if (index > 0) message += ", ";
-        message += "'" + entry.gene + "' at column " + std::to_string(column_of(text, entry.offset));
-        if (!entry.suggestions.empty()) {
-            message += " (did you mean ";
-            for (std::size_t match = 0; match < entry.suggestions.size(); ++match)
-                message += (match > 0 ? ", " : "") + entry.suggestions[match];
-            message += "?)";
-        }
+    for (const auto& entry : genes) {
         // Underline the name as written (a quoted name has its quotes included).
         std::size_t length = entry.gene.size();
         if (entry.offset < text.size() && (text[entry.offset] == '"' || text[entry.offset] == '\'')) length += 2;
         marks.emplace_back(entry.offset, length);
     }
-    message += "; not in var names or var['gene_ids']";
-    return message + "\n" + pointer_lines(text, marks);
+    return "filter: " + genes_problem(genes, &text) + "\n" + pointer_lines(text, marks);
 }
 
 // ---- scanning ------------------------------------------------------------------------
@@ -438,36 +445,6 @@ void print_node(const FilterExpression& expression, int index, std::string& out)
     }
 }
 
-// ---- edit distance -------------------------------------------------------------------
-
-char lower(char character) noexcept {
-    return character >= 'A' && character <= 'Z' ? static_cast<char>(character - 'A' + 'a') : character;
-}
-
-/// Levenshtein distance, optionally ignoring ASCII case; stops early (returning
-/// limit + 1) once every alignment costs more than `limit`.
-std::size_t edit_distance(std::string_view a, std::string_view b, bool fold_case, std::size_t limit) {
-    const std::size_t longer = std::max(a.size(), b.size());
-    const std::size_t shorter = std::min(a.size(), b.size());
-    if (longer - shorter > limit) return limit + 1;
-    std::vector<std::size_t> previous(b.size() + 1), current(b.size() + 1);
-    for (std::size_t column = 0; column <= b.size(); ++column) previous[column] = column;
-    for (std::size_t row = 1; row <= a.size(); ++row) {
-        current[0] = row;
-        std::size_t best = current[0];
-        for (std::size_t column = 1; column <= b.size(); ++column) {
-            const char left = fold_case ? lower(a[row - 1]) : a[row - 1];
-            const char right = fold_case ? lower(b[column - 1]) : b[column - 1];
-            current[column] = std::min({previous[column] + 1, current[column - 1] + 1,
-                                        previous[column - 1] + (left == right ? 0 : 1)});
-            best = std::min(best, current[column]);
-        }
-        if (best > limit) return limit + 1;
-        std::swap(previous, current);
-    }
-    return previous[b.size()];
-}
-
 }  // namespace
 
 // ---- errors --------------------------------------------------------------------------
@@ -488,7 +465,7 @@ FilterParseError::FilterParseError(std::string message, std::string expression, 
 
 UnknownGeneError::UnknownGeneError(std::string expression, std::vector<Unknown> unknown)
     : FilterParseError(unknown_message(expression, unknown), expression, unknown.empty() ? 0 : unknown.front().offset,
-                       unknown_problem(unknown)),
+                       genes_problem(unknown, nullptr)),
       m_unknown(std::move(unknown)) {}
 
 // ---- parsing and printing ------------------------------------------------------------
@@ -519,51 +496,16 @@ std::string FilterExpression::to_string() const {
 
 // ---- genes ---------------------------------------------------------------------------
 
-GeneLookup::GeneLookup(std::span<const std::string> names, std::span<const std::string> ids)
-    : m_names(names), m_ids(ids) {
-    if (!m_ids.empty() && m_ids.size() != m_names.size())
-        throw std::invalid_argument("GeneLookup: " + std::to_string(m_ids.size()) + " gene ids for " +
-                                    std::to_string(m_names.size()) + " var names");
-}
-
-std::int32_t GeneLookup::find(std::string_view gene) const noexcept {
-    for (std::size_t index = 0; index < m_names.size(); ++index)
-        if (m_names[index] == gene) return static_cast<std::int32_t>(index);
-    for (std::size_t index = 0; index < m_ids.size(); ++index)
-        if (m_ids[index] == gene) return static_cast<std::int32_t>(index);
-    return -1;
-}
-
-std::vector<std::string> GeneLookup::close_matches(std::string_view gene, int max_matches) const {
-    const std::size_t limit = std::max<std::size_t>(2, gene.size() / 3);
-    // (case-insensitive distance, case-sensitive distance, name)
-    std::vector<std::tuple<std::size_t, std::size_t, std::string_view>> candidates;
-    const auto consider = [&](std::span<const std::string> pool) {
-        for (const auto& name : pool) {
-            const std::size_t folded = edit_distance(gene, name, true, limit);
-            if (folded > limit) continue;
-            candidates.emplace_back(folded, edit_distance(gene, name, false, limit + gene.size() + name.size()), name);
-        }
-    };
-    consider(m_names);
-    consider(m_ids);
-    std::sort(candidates.begin(), candidates.end());
-    std::vector<std::string> matches;
-    for (const auto& candidate : candidates) {
-        if (static_cast<int>(matches.size()) >= max_matches) break;
-        const std::string name(std::get<2>(candidate));
-        if (std::find(matches.begin(), matches.end(), name) == matches.end()) matches.push_back(name);
-    }
-    return matches;
-}
-
 std::vector<std::int32_t> resolve_filter_genes(const FilterExpression& expression, const GeneLookup& lookup) {
     std::vector<std::int32_t> indices;
     std::vector<UnknownGeneError::Unknown> unknown;
     for (const auto& gene : expression.genes) {
-        const std::int32_t index = lookup.find(gene.name);
-        indices.push_back(index);
-        if (index < 0) unknown.push_back({gene.name, gene.offset, lookup.close_matches(gene.name)});
+        const GeneResolution resolution = lookup.resolve(gene.name);
+        indices.push_back(resolution.column);
+        if (resolution.ambiguous())
+            unknown.push_back({gene.name, gene.offset, {}, lookup.ambiguity(resolution)});
+        else if (!resolution.found())
+            unknown.push_back({gene.name, gene.offset, lookup.close_matches(gene.name), {}});
     }
     if (!unknown.empty()) throw UnknownGeneError(expression.text, std::move(unknown));
     return indices;

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "core/backend/ShardSet.hpp"
+#include "core/data/GeneLookup.hpp"
 #include "core/types/JobContext.hpp"
 #include "core/types/gene_filter_options.hpp"
 
@@ -63,19 +64,23 @@ private:
     std::string m_problem;
 };
 
-/// A gene of a parsed expression that is neither a var name nor a gene id. what()
-/// names every unknown gene with up to 3 close matches each and underlines them:
-///   filter: unknown gene 'CD3F' at column 1 (did you mean CD3E, CD3D, CD3G?)
+/// Genes of a parsed expression that name no single column (GeneLookup): neither a var
+/// name nor a gene id, or ambiguous. what() names every unknown gene with up to 3 close
+/// matches each, then every ambiguous one with how to name it, and underlines them:
+///   filter: unknown gene 'CD3F' at column 1 (did you mean CD3E, CD3D, CD3G?); not in var names or var['gene_ids']
 ///     CD3F > 1
 ///     ^^^^
-/// offset()/column() point at the first unknown gene.
+///   filter: ambiguous gene 'TBCE' at column 1 (it is the var name of 2 genes (gene ids
+///   ENSG1, ENSG2); name one by its gene id)
+/// offset()/column() point at the first such gene.
 class UnknownGeneError : public FilterParseError {
 public:
-    /// One unknown gene with where it first appears and its close matches.
+    /// One gene with where it first appears and its close matches.
     struct Unknown {
         std::string gene;
         std::size_t offset = 0;                ///< byte offset of its first appearance
-        std::vector<std::string> suggestions;  ///< up to 3, closest first
+        std::vector<std::string> suggestions;  ///< unknown: up to 3, closest first
+        std::string ambiguity;                 ///< ambiguous: GeneLookup::ambiguity(); empty when unknown
     };
     UnknownGeneError(std::string expression, std::vector<Unknown> unknown);
     const std::vector<Unknown>& unknown() const noexcept { return m_unknown; }
@@ -142,27 +147,9 @@ std::string filter_gene_text(const std::string& name);
 /// same float ("1", "0.5", "2.5e-05").
 std::string filter_number_text(float value);
 
-/// Where gene names are looked up: var names first, then gene ids (var['gene_ids']),
-/// first match wins (as Engine::gene_values). Holds views: the vectors must outlive it.
-class GeneLookup {
-public:
-    /// `ids` may be empty (no gene ids); otherwise it has names.size() entries.
-    explicit GeneLookup(std::span<const std::string> names, std::span<const std::string> ids = {});
-    /// Gene (column) index of `gene`, or -1.
-    std::int32_t find(std::string_view gene) const noexcept;
-    /// Up to `max_matches` var names or gene ids closest to `gene` by edit distance
-    /// (case-insensitive, ties broken by case-sensitive distance, then name), among
-    /// those within max(2, length / 3) edits. Distinct, closest first.
-    std::vector<std::string> close_matches(std::string_view gene, int max_matches = 3) const;
-    std::int64_t num_genes() const noexcept { return static_cast<std::int64_t>(m_names.size()); }
-
-private:
-    std::span<const std::string> m_names;
-    std::span<const std::string> m_ids;
-};
-
 /// Gene index of every FilterExpression::genes entry, in that order. Throws
-/// UnknownGeneError naming every gene that `lookup` does not know.
+/// UnknownGeneError naming every gene that `lookup` does not resolve to one column
+/// (unknown or ambiguous).
 std::vector<std::int32_t> resolve_filter_genes(const FilterExpression& expression, const GeneLookup& lookup);
 
 /// Throws std::invalid_argument naming the field ("GeneFilterOptions::target_sum must be > 0").

@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "core/algo/knn.hpp"
+#include "core/data/GeneLookup.hpp"
 #include "core/engine/detail/DevicePlacement.hpp"
 #include "core/engine/detail/EngineState.hpp"
 #include "core/engine/detail/SelectedRowsSource.hpp"
@@ -53,14 +54,19 @@ Engine::Engine(EngineConfig config) : m_state(std::make_shared<State>()) {
     m_state->config = std::move(config);
 }
 
-Engine::~Engine() = default;
+Engine::~Engine() {
+    // Cancel and join both workers while this object still holds the state: a job that
+    // captured it must not drop the last reference on its own worker thread.
+    m_state->query.stop();
+    m_state->compute.stop();
+}
 
 JobHandle Engine::open(std::string path) {
     auto state = m_state;
     return state->compute.submit("open", [state, path](JobContext& ctx) {
         state->begin_step(ctx, "read");
         const DeviceSpec devices = DeviceSpec::parse(state->config.devices);
-        io::OpenedDataset opened = io::open_dataset(path);
+        io::OpenedDataset opened = io::open_dataset(path, detail::read_options(state->config.read));
         auto data = std::make_shared<detail::LoadedData>();
         data->devices = devices;
         std::vector<std::int64_t> offsets = opened.source->row_offsets();
@@ -101,6 +107,11 @@ JobHandle Engine::run(PipelineSettings settings) {
     settings.validate();
     auto state = m_state;
     return state->compute.submit("pipeline", [state, settings](JobContext& ctx) {
+        // The out-of-core pipeline reads the file again with the default read options.
+        if (const auto data = state->loaded(); data && data->streamed && !(state->config.read == DatasetReadOptions{}))
+            throw std::invalid_argument("EngineConfig::read: the out-of-core pipeline reads the file with the default "
+                                        "read options only, and this streamed dataset was opened with others (raise "
+                                        "EngineConfig::memory_budget_bytes to load it)");
         detail::run_pipeline(*state, settings, ctx);
     });
 }
@@ -112,25 +123,14 @@ Pending<GeneValues> Engine::gene_values(std::string gene, ValueLayer layer) {
         state->begin_step(ctx, "gene");
         const auto data = state->loaded();
         if (!data) throw std::invalid_argument("gene '" + gene + "': no dataset is open");
-        if (data->streamed)
-            throw std::invalid_argument("gene '" + gene + "': gene queries need the matrix in memory; this dataset is "
-                                        "streamed from its file (raise EngineConfig::memory_budget_bytes)");
+        const GeneLookup lookup(data->meta.var);
+        const std::int32_t gene32 = lookup.find(gene);
+        if (gene32 < 0) throw std::invalid_argument(lookup.problem(gene));
+        const auto gene_index = static_cast<std::int64_t>(gene32);
         const auto& names = data->meta.var.index();
-        std::int64_t gene_index = -1;
-        for (std::size_t index = 0; index < names.size() && gene_index < 0; ++index)
-            if (names[index] == gene) gene_index = static_cast<std::int64_t>(index);
-        if (gene_index < 0) {
-            if (const Column* ids = data->meta.var.find("gene_ids")) {
-                if (const auto* strings = std::get_if<StringColumn>(&ids->data)) {
-                    for (std::size_t index = 0; index < strings->values.size() && gene_index < 0; ++index)
-                        if (strings->values[index] == gene) gene_index = static_cast<std::int64_t>(index);
-                }
-            }
-        }
-        if (gene_index < 0) throw std::invalid_argument("gene '" + gene + "' is not in var names or var['gene_ids']");
         // Cached per layer (EngineFilters.cpp), shared with the filters that name this gene.
-        const auto gene32 = static_cast<std::int32_t>(gene_index);
-        const auto cached = detail::cached_gene_columns(*data, std::span<const std::int32_t>(&gene32, 1), layer, ctx);
+        const auto cached =
+            detail::cached_gene_columns(*data, state->config, std::span<const std::int32_t>(&gene32, 1), layer, ctx);
         const std::vector<float>& column = *cached.front();
         auto result = std::make_shared<GeneValues>();
         result->gene = names[static_cast<std::size_t>(gene_index)];
@@ -170,11 +170,11 @@ JobHandle Engine::export_h5ad(std::string path, bool include_matrix) {
         if (include_matrix) {
             // X = the raw counts of the analysed cells, streamed again from the file so
             // that no second copy of the matrix is made.
-            io::OpenedDataset reopened = io::open_dataset(data->meta.path);
+            io::OpenedDataset reopened = io::open_dataset(data->meta.path, detail::read_options(state->config.read));
             detail::SelectedRowsSource rows(std::move(reopened.source), snapshot->cells);
-            io::write_h5ad(path, out, &rows, options);
+            io::write_h5ad(path, out, &rows, options, &ctx);
         } else {
-            io::write_h5ad(path, out, nullptr, options);
+            io::write_h5ad(path, out, nullptr, options, &ctx);
         }
         ctx.report(1.0);
     });

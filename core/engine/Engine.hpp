@@ -26,6 +26,15 @@ namespace fathom {
 class DeviceProvider;
 struct CsvExportOptions;  // core/engine/csv_export.hpp
 
+/// Which matrix of a file Engine::open reads: the fields of io::ReadOptions that users
+/// choose (fathom-cli's --matrix, --genome, --feature-type), with the same defaults.
+struct DatasetReadOptions {
+    std::string matrix = "X";                      ///< h5ad: "X", "raw" or "layers/<name>"
+    std::string genome;                            ///< 10x v2: genome group; empty = the only one
+    std::string feature_type = "Gene Expression";  ///< 10x: feature type kept; empty keeps every feature
+    friend bool operator==(const DatasetReadOptions&, const DatasetReadOptions&) = default;
+};
+
 /// Where the shards live and how many. Parsed from "cpu", "cpu:N" or "cuda:0,1,..."
 /// (CUDA devices fall back to CPU shards, with a message, when no device is usable).
 struct EngineConfig {
@@ -35,9 +44,18 @@ struct EngineConfig {
     /// DatasetSummary::device_note says why.
     std::shared_ptr<DeviceProvider> device_provider;
     /// Largest raw matrix (CSR bytes: 8 per row + 8 per non-zero) loaded into memory;
-    /// a larger one is streamed from its file in row blocks (out-of-core: Zheng17 only,
-    /// no gene queries). 0 = half of the physical memory; -1 = always stream.
+    /// a larger one is streamed from its file in row blocks (out-of-core: Zheng17 only;
+    /// filters and gene values, not gene-set scores). 0 = half of the physical memory;
+    /// -1 = always stream.
     std::int64_t memory_budget_bytes = 0;
+    /// Out-of-core: gene queries (filters, gene values) read the named genes' columns from
+    /// the file in blocks of about this many non-zeros (>= 1; 12 bytes each in memory),
+    /// then keep the columns in the query cache.
+    std::int64_t stream_block_nnz = std::int64_t{1} << 25;
+    /// How open() reads the file (and how the engine reads it again: streamed queries,
+    /// export). The out-of-core pipeline reads it with the defaults only, so run() on a
+    /// streamed dataset fails (FailureKind::Option) when these are not the defaults.
+    DatasetReadOptions read;
     /// Called on the engine thread as each step of a job begins (after it is named),
     /// with that job's context: for logging and for tests that cancel at a given step.
     std::function<void(const std::string& step, JobContext& ctx)> step_observer;
@@ -168,19 +186,24 @@ public:
     Engine(const Engine&) = delete;
     Engine& operator=(const Engine&) = delete;
 
-    /// Opens a dataset (any readable format) and loads its rows as shards on the
-    /// configured devices. Replaces any previous dataset and analysis.
+    /// Opens a dataset (any readable format, read as EngineConfig::read says) and loads
+    /// its rows as shards on the configured devices, or streams it when it is larger than
+    /// the memory budget. Replaces any previous dataset and analysis.
     JobHandle open(std::string path);
     /// Runs the pipeline with these settings; steps whose settings and inputs did not
     /// change since the last run are reused (changing HVG settings recomputes HVG and
     /// everything after it, nothing before).
     JobHandle run(PipelineSettings settings);
-    /// Values of one gene (by var name or gene id) for every cell, from the shards.
+    /// Values of one gene (by var name or gene id, GeneLookup) for every cell, from the
+    /// shards (a streamed dataset: from the file, once; then from the query cache). An
+    /// unknown or ambiguous gene fails the job (FailureKind::Option) naming it.
     Pending<GeneValues> gene_values(std::string gene, ValueLayer layer = ValueLayer::LogNorm);
     /// Evaluates a marker-gene filter such as "CD3E > 1 and not MS4A1 > 0" (grammar in
-    /// core/algo/gene_filter.hpp) on the raw shards, reading only the genes it names.
-    /// A syntax error or an unknown gene fails the job (FailureKind::Option) with a
-    /// message that points at the mistake. Runs on the query queue (EngineFilters.cpp).
+    /// core/algo/gene_filter.hpp) on the raw shards, reading only the genes it names (a
+    /// streamed dataset: read from the file in blocks, EngineConfig::stream_block_nnz).
+    /// A syntax error or an unknown or ambiguous gene fails the job
+    /// (FailureKind::Option) with a message that points at the mistake ("filter: unknown
+    /// gene 'CD3F' at column 1 ..."). Runs on the query queue (EngineFilters.cpp).
     /// The genes' columns are cached per layer after the first read, so changing only the
     /// thresholds re-evaluates from memory. `group_by`: a categorical (or bool) obs
     /// column for CellMask::by_cluster ("" or not found: leiden).
@@ -188,7 +211,9 @@ public:
                                       std::string group_by = {});
     /// Mean LogNorm value of a gene set for every cell (genes by var name or gene id;
     /// genes not in the dataset are ignored, as scanpy's score_genes does, and named in
-    /// GeneValues::gene; none found fails the job). gene_index is -1. `subtract_control`:
+    /// GeneValues::gene; none found fails the job, and so does a gene that names several
+    /// (GeneLookup: a duplicated var name). Needs the matrix in memory (not streamed).
+    /// gene_index is -1. `subtract_control`:
     /// scanpy's tl.score_genes instead (the set's mean minus a control set's mean).
     Pending<GeneValues> gene_set_score(std::vector<std::string> genes, bool subtract_control = false);
     /// Writes the current analysis as h5ad (obs, var, obsm, uns; X optional) atomically.

@@ -9,29 +9,26 @@
 
 #include "core/algo/gene_filter.hpp"
 #include "core/algo/gene_set.hpp"
+#include "core/data/GeneLookup.hpp"
 #include "core/engine/Engine.hpp"
 #include "core/engine/detail/EngineState.hpp"
+#include "core/io/RowSource.hpp"
 
 namespace fathom {
 
 namespace {
 
 /// The loaded data, or an error naming the query when none can be answered.
-std::shared_ptr<const detail::LoadedData> queryable_data(const Engine::State& state, const std::string& what) {
+/// `needs_memory`: the query reads the shards themselves (not only gene columns, which
+/// a streamed dataset gives too).
+std::shared_ptr<const detail::LoadedData> queryable_data(const Engine::State& state, const std::string& what,
+                                                         bool needs_memory) {
     auto data = state.loaded();
     if (!data) throw std::invalid_argument(what + ": no dataset is open");
-    if (data->streamed)
-        throw std::invalid_argument(what + ": gene queries need the matrix in memory; this dataset is streamed from "
+    if (needs_memory && data->streamed)
+        throw std::invalid_argument(what + ": needs the matrix in memory; this dataset is streamed from "
                                     "its file (raise EngineConfig::memory_budget_bytes)");
     return data;
-}
-
-/// var['gene_ids'] when it is a string column of the right length; empty otherwise.
-std::span<const std::string> gene_ids_of(const Table& var) {
-    if (const Column* ids = var.find("gene_ids"))
-        if (const auto* strings = std::get_if<StringColumn>(&ids->data))
-            if (strings->values.size() == var.index().size()) return strings->values;
-    return {};
 }
 
 std::shared_ptr<const AnalysisSnapshot> current_snapshot(const Engine::State& state) {
@@ -51,8 +48,9 @@ std::vector<std::int64_t> analysed_rows(const AnalysisSnapshot* snapshot, std::i
 
 namespace detail {
 
-std::vector<GeneColumnCache::Column> cached_gene_columns(const LoadedData& data, std::span<const std::int32_t> genes,
-                                                         ValueLayer layer, JobContext& ctx) {
+std::vector<GeneColumnCache::Column> cached_gene_columns(const LoadedData& data, const EngineConfig& config,
+                                                         std::span<const std::int32_t> genes, ValueLayer layer,
+                                                         JobContext& ctx) {
     std::vector<GeneColumnCache::Column> columns(genes.size());
     std::vector<std::int32_t> missing;
     for (std::size_t index = 0; index < genes.size(); ++index) {
@@ -64,7 +62,16 @@ std::vector<GeneColumnCache::Column> cached_gene_columns(const LoadedData& data,
     GeneFilterOptions options;
     options.layer = layer == ValueLayer::Counts ? FilterLayer::Counts : FilterLayer::LogNorm;
     std::vector<std::vector<float>> fetched;
-    {
+    if (data.streamed) {
+        // Out-of-core: one pass over the file for every missing gene, then LogNorm with
+        // the cell totals of the streamed QC (the in-memory path's formula).
+        io::ReadOptions read = read_options(config.read);
+        read.read_annotations = false;  // obsm / varm / uns are not needed again
+        io::OpenedDataset reopened = io::open_dataset(data.meta.path, read);
+        fetched = stream_gene_columns(*reopened.source, data.row_offsets, missing, config.stream_block_nnz, ctx);
+        if (options.layer == FilterLayer::LogNorm)
+            for (auto& column : fetched) lognorm_in_place(column, data.qc.total_counts, options.target_sum);
+    } else {
         std::lock_guard lock(data.raw_mutex);
         fetched = filter_gene_values(data.raw, missing, data.qc.total_counts, options, ctx);
     }
@@ -84,13 +91,12 @@ Pending<CellMask> Engine::evaluate_filter(std::string expression, ValueLayer lay
     auto slot = std::make_shared<ResultSlot<CellMask>>();
     JobHandle handle = state->query.submit("filter", [state, slot, expression, layer, group_by](JobContext& ctx) {
         state->begin_step(ctx, "filter");
-        const auto data = queryable_data(*state, "filter '" + expression + "'");
+        const auto data = queryable_data(*state, "filter '" + expression + "'", false);
         const FilterExpression parsed = parse_filter(expression);
-        const GeneLookup lookup(data->meta.var.index(), gene_ids_of(data->meta.var));
-        const std::vector<std::int32_t> genes = resolve_filter_genes(parsed, lookup);
+        const std::vector<std::int32_t> genes = resolve_filter_genes(parsed, GeneLookup(data->meta.var));
 
         // Cached after the first read: a threshold change costs one pass over memory.
-        const auto cached = detail::cached_gene_columns(*data, genes, layer, ctx);
+        const auto cached = detail::cached_gene_columns(*data, state->config, genes, layer, ctx);
         std::vector<std::span<const float>> columns(cached.size());
         std::transform(cached.begin(), cached.end(), columns.begin(),
                        [](const detail::GeneColumnCache::Column& column) { return std::span<const float>(*column); });
@@ -154,15 +160,16 @@ Pending<GeneValues> Engine::gene_set_score(std::vector<std::string> genes, bool 
     auto slot = std::make_shared<ResultSlot<GeneValues>>();
     JobHandle handle = state->query.submit("gene set", [state, slot, genes, subtract_control](JobContext& ctx) {
         state->begin_step(ctx, "gene set");
-        const auto data = queryable_data(*state, "gene set score");
+        const auto data = queryable_data(*state, "gene set score", true);
         if (genes.empty()) throw std::invalid_argument("gene set score: the gene set is empty");
-        const GeneLookup lookup(data->meta.var.index(), gene_ids_of(data->meta.var));
+        const GeneLookup lookup(data->meta.var);
         std::vector<std::int32_t> indices;
         std::vector<std::string> missing;
         for (const auto& gene : genes) {
-            const std::int32_t index = lookup.find(gene);
-            if (index >= 0)
-                indices.push_back(index);
+            const GeneResolution resolution = lookup.resolve(gene);
+            if (resolution.ambiguous()) throw std::invalid_argument("gene set score: " + lookup.problem(gene));
+            if (resolution.found())
+                indices.push_back(resolution.column);
             else
                 missing.push_back(gene);
         }

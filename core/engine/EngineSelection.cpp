@@ -2,10 +2,8 @@
 // saved as a categorical obs column, renamed or merged categories), marker genes of a cell
 // mask against the rest or a reference mask, and the barcode / marker-table exports.
 #include <cctype>
-#include <charconv>
-#include <cmath>
 #include <functional>
-#include <fstream>
+#include <ostream>
 #include <memory>
 #include <set>
 #include <stdexcept>
@@ -15,8 +13,8 @@
 #include "core/engine/Engine.hpp"
 #include "core/engine/detail/EngineState.hpp"
 #include "core/engine/palette.hpp"
-#include "core/io/detail/atomic_output.hpp"
-#include "core/io/errors.hpp"
+#include "core/io/csv_writer.hpp"
+#include "core/types/atomic_file.hpp"
 
 namespace fathom {
 
@@ -95,44 +93,6 @@ void validate_annotation(const ObsAnnotation& annotation, std::int64_t num_raw_c
         if (row < 0 || row >= num_raw_cells)
             throw std::invalid_argument(what + "cell row " + std::to_string(row) + " is outside the dataset's " +
                                         std::to_string(num_raw_cells) + " cells");
-}
-
-/// Shortest decimal form that reads back as the same double ("nan", "inf", "-inf" as
-/// pandas writes and reads them).
-std::string number_text(double value) {
-    if (value != value) return "nan";
-    if (value == HUGE_VAL) return "inf";
-    if (value == -HUGE_VAL) return "-inf";
-    char buffer[64];
-    const auto result = std::to_chars(buffer, buffer + sizeof buffer, value);
-    return std::string(buffer, result.ptr);
-}
-
-/// A CSV field, quoted (RFC 4180) when it holds a comma, a quote or a line break.
-std::string csv_field(const std::string& text) {
-    if (text.find_first_of(",\"\r\n") == std::string::npos) return text;
-    std::string quoted = "\"";
-    for (const char c : text) {
-        if (c == '"') quoted += '"';
-        quoted += c;
-    }
-    return quoted + '"';
-}
-
-/// Writes `path` atomically: `body` writes the temporary file's stream.
-void write_text_atomically(const std::string& path, const std::function<void(std::ostream&)>& body) {
-    io::detail::AtomicOutput output(path);
-    std::ofstream stream;
-    output.run(
-        [&] {
-            stream.open(output.temp_path(), std::ios::binary | std::ios::trunc);
-            if (!stream) throw io::WriteError(path, "cannot create the temporary file " + output.temp_path());
-            body(stream);
-            stream.close();
-            if (!stream) throw io::WriteError(path, "write failed (disk full?)");
-        },
-        [&] { stream.close(); });
-    output.commit();
 }
 
 }  // namespace
@@ -247,7 +207,7 @@ JobHandle Engine::export_barcodes(std::string path, std::vector<std::uint8_t> ma
         if (mask.size() != barcodes.size())
             throw std::invalid_argument("export barcodes: " + std::to_string(mask.size()) + " flags for " +
                                         std::to_string(barcodes.size()) + " cells");
-        write_text_atomically(path, [&](std::ostream& out) {
+        write_file_atomically(path, [&](std::ostream& out) {
             for (std::size_t cell = 0; cell < barcodes.size(); ++cell) {
                 if (cell % 65536 == 0) ctx.checkpoint();
                 if (mask[cell]) out << barcodes[cell] << '\n';
@@ -267,14 +227,17 @@ JobHandle Engine::export_markers_csv(std::string path, MarkerGroup markers) {
             if (column->size() != rows)
                 throw std::invalid_argument("export markers: the table of group '" + markers.group +
                                             "' has columns of different lengths");
-        write_text_atomically(path, [&](std::ostream& out) {
-            out << "gene,score,logfc,pval,pval_adj,pct_in,pct_out\n";
-            for (std::size_t row = 0; row < rows; ++row)
-                out << csv_field(markers.genes[row]) << ',' << number_text(markers.scores[row]) << ','
-                    << number_text(markers.logfoldchanges[row]) << ',' << number_text(markers.pvals[row]) << ','
-                    << number_text(markers.pvals_adj[row]) << ',' << number_text(markers.pct_group[row]) << ','
-                    << number_text(markers.pct_rest[row]) << '\n';
-        });
+        io::write_csv(path, {"gene", "score", "logfc", "pval", "pval_adj", "pct_in", "pct_out"},
+                      static_cast<std::int64_t>(rows), [&](std::int64_t row, std::vector<std::string>& fields) {
+                          const auto at = static_cast<std::size_t>(row);
+                          fields = {markers.genes[at],
+                                    io::csv_number(markers.scores[at]),
+                                    io::csv_number(markers.logfoldchanges[at]),
+                                    io::csv_number(markers.pvals[at]),
+                                    io::csv_number(markers.pvals_adj[at]),
+                                    io::csv_number(markers.pct_group[at]),
+                                    io::csv_number(markers.pct_rest[at])};
+                      });
         ctx.report(1.0);
     });
 }

@@ -10,7 +10,9 @@ namespace fathom {
 
 JobQueue::JobQueue() : m_worker([this] { serve(); }) {}
 
-JobQueue::~JobQueue() {
+JobQueue::~JobQueue() { stop(); }
+
+void JobQueue::stop() {
     {
         std::lock_guard lock(m_mutex);
         m_stopping = true;
@@ -18,19 +20,26 @@ JobQueue::~JobQueue() {
         if (m_running) m_running->context.cancel();
     }
     m_wake.notify_all();
-    m_worker.join();
+    if (m_worker.joinable()) m_worker.join();  // the worker ends the queued jobs Cancelled first
 }
 
 JobHandle JobQueue::submit(std::string name, std::function<void(JobContext&)> work) {
     auto job = std::make_shared<detail::Job>();
     job->name = std::move(name);
     job->work = std::move(work);
+    bool stopped = false;
     {
         std::lock_guard lock(m_mutex);
         job->id = m_next_id++;
-        m_pending.push_back(job);
+        stopped = m_stopping;
+        if (!stopped) m_pending.push_back(job);
     }
-    m_wake.notify_one();
+    if (stopped) {
+        job->context.cancel();
+        run_one(*job);  // ends Cancelled without running
+    } else {
+        m_wake.notify_one();
+    }
     return JobHandle(job);
 }
 
@@ -70,6 +79,7 @@ void JobQueue::run_one(detail::Job& job) {
         job.stage_started = job.started;
         job.state = job.context.cancelled() ? JobState::Cancelled : JobState::Running;
         if (job.state == JobState::Cancelled) {
+            job.work = {};  // release captured state promptly
             job.finished_cv.notify_all();
             return;
         }

@@ -19,12 +19,19 @@ namespace fathom {
 class JobQueue {
 public:
     JobQueue();
-    ~JobQueue();  ///< cancels queued and running jobs, then joins the worker
+    ~JobQueue();  ///< stop()
     JobQueue(const JobQueue&) = delete;
     JobQueue& operator=(const JobQueue&) = delete;
 
     /// Queues `work`; returns at once. `work` reports progress through its JobContext.
+    /// After stop() the job ends Cancelled at once, without running.
     JobHandle submit(std::string name, std::function<void(JobContext&)> work);
+    /// Cancels the queued and running jobs and joins the worker once they have ended
+    /// (each job releases its `work`, and what it captured, on the worker). Idempotent;
+    /// call it from the thread that owns the queue, never from a job. The Engine calls it
+    /// while it still holds its state, so that no job ever releases the last reference
+    /// to that state (whose destruction would join the worker from the worker itself).
+    void stop();
 
 private:
     void serve();

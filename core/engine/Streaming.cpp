@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <future>
+#include <stdexcept>
 
 #include "core/backend/CpuBackend.hpp"
 
@@ -160,6 +161,42 @@ ShardSet stream_gene_block(io::RowSource& source, const NormalizeTotalOptions& n
         backends.push_back(std::make_unique<CpuBackend>(std::move(shard), static_cast<int>(shard_index)));
     }
     return ShardSet(std::move(backends), kept_genes);
+}
+
+std::vector<std::vector<float>> stream_gene_columns(io::RowSource& source, std::span<const std::int64_t> row_offsets,
+                                                    std::span<const std::int32_t> genes, std::int64_t block_nnz,
+                                                    JobContext& ctx) {
+    if (block_nnz < 1) throw std::invalid_argument("EngineConfig::stream_block_nnz must be >= 1");
+    const MatrixShape shape = source.shape();
+    std::vector<std::vector<float>> columns(genes.size());
+    for (auto& column : columns) column.reserve(static_cast<std::size_t>(shape.num_cells));
+    if (shape.num_cells == 0 || genes.empty()) return columns;
+    // At most 2^20 blocks (split_rows_by_nnz takes an int), at most one per row.
+    constexpr std::int64_t k_max_blocks = std::int64_t{1} << 20;
+    const std::int64_t wanted = row_offsets.back() / block_nnz + 1;
+    const auto num_blocks = static_cast<int>(std::min({wanted, shape.num_cells, k_max_blocks}));
+    for (const RowRange& block : split_rows_by_nnz(row_offsets, num_blocks)) {
+        if (block.size() == 0) continue;
+        ctx.checkpoint();
+        CsrShard rows = source.read_rows(block.begin, block.end);
+        rows.row_begin = 0;  // a one-shard set of its own
+        std::vector<CsrShard> shards;
+        shards.push_back(std::move(rows));
+        const ShardSet values = ShardSet::make_cpu(ShardedCsr(MatrixShape{block.size(), shape.num_genes}, std::move(shards)));
+        auto part = values.gene_columns(genes, ctx);
+        for (std::size_t gene = 0; gene < genes.size(); ++gene)
+            columns[gene].insert(columns[gene].end(), part[gene].begin(), part[gene].end());
+        ctx.report(static_cast<double>(block.end) / static_cast<double>(shape.num_cells));
+    }
+    return columns;
+}
+
+io::ReadOptions read_options(const DatasetReadOptions& read) {
+    io::ReadOptions options;
+    options.matrix = read.matrix;
+    options.genome = read.genome;
+    options.feature_type = read.feature_type;
+    return options;
 }
 
 }  // namespace fathom::detail

@@ -132,6 +132,15 @@ FilterRulesParse parse_filter_rules(std::string_view text, std::span<const std::
     return result;
 }
 
+std::string filter_syntax_error(std::string_view text) {
+    try {
+        (void)parse_filter(text);
+        return {};
+    } catch (const FilterParseError& error) {
+        return error.what();
+    }
+}
+
 std::vector<std::string> read_gene_list_file(const std::string& path) { return io::read_gene_list(path); }
 
 }  // namespace fathom

@@ -66,11 +66,17 @@ struct FilterRulesParse {
 };
 
 /// Parses a filter text (grammar in core/algo/gene_filter.hpp). Never throws for bad
-/// text: a syntax error, or (when `names` is not empty) a gene that is neither in
-/// `names` (var names) nor in `ids` (gene ids), is returned with its position. The
+/// text: a syntax error, or (when `names` is not empty) a gene that GeneLookup(names,
+/// ids) does not resolve to one column (unknown or ambiguous), is returned with its
+/// position. The
 /// empty text (only spaces) is ok with no rules.
 FilterRulesParse parse_filter_rules(std::string_view text, std::span<const std::string> names = {},
                                     std::span<const std::string> ids = {});
+
+/// The parser's full message (with the caret lines, e.g. "filter: the expression is
+/// empty at column 1 ...") when `text` is not a filter expression — the empty text
+/// included, unlike parse_filter_rules — or "" when it parses. Genes are not looked up.
+std::string filter_syntax_error(std::string_view text);
 
 /// Genes of a gene-list file (one per line, or a CSV/TSV whose first column is the gene;
 /// see core/io/gene_list.hpp), in file order, each once. Throws std::runtime_error naming

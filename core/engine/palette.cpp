@@ -25,15 +25,19 @@ const char* const k_default_102[] = {
     "#A4E804", "#324E72"};
 }  // namespace
 
+std::span<const char* const> scanpy_default_20() noexcept { return k_default_20; }
+std::span<const char* const> scanpy_default_28() noexcept { return k_default_28; }
+std::span<const char* const> scanpy_default_102() noexcept { return k_default_102; }
+
 std::vector<std::string> default_category_colors(std::size_t num_categories) {
+    std::span<const char* const> palette;
+    if (num_categories <= 20) palette = k_default_20;
+    else if (num_categories <= 28) palette = k_default_28;
+    else if (num_categories <= 102) palette = k_default_102;
     std::vector<std::string> colors;
     colors.reserve(num_categories);
-    for (std::size_t index = 0; index < num_categories; ++index) {
-        if (num_categories <= 20) colors.emplace_back(k_default_20[index]);
-        else if (num_categories <= 28) colors.emplace_back(k_default_28[index]);
-        else if (num_categories <= 102) colors.emplace_back(k_default_102[index]);
-        else colors.emplace_back("#d3d3d3");
-    }
+    for (std::size_t index = 0; index < num_categories; ++index)
+        colors.emplace_back(palette.empty() ? "#d3d3d3" : palette[index]);
     return colors;
 }
 

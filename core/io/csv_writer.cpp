@@ -4,11 +4,10 @@
 #include <array>
 #include <charconv>
 #include <cmath>
-#include <fstream>
+#include <ostream>
 #include <stdexcept>
 
-#include "core/io/detail/atomic_output.hpp"
-#include "core/io/errors.hpp"
+#include "core/types/atomic_file.hpp"
 
 namespace fathom::io {
 
@@ -43,10 +42,7 @@ std::string csv_number(double value) { return shortest(value); }
 
 void write_csv(const std::string& path, const std::vector<std::string>& header, std::int64_t num_rows,
                const std::function<void(std::int64_t row, std::vector<std::string>& fields)>& fill_row) {
-    detail::AtomicOutput output(path);
-    output.run([&] {
-        std::ofstream stream(output.temp_path(), std::ios::binary);
-        if (!stream) throw WriteError(path, "cannot create the temporary file " + output.temp_path());
+    write_file_atomically(path, [&](std::ostream& stream) {
         const auto write_line = [&](const std::vector<std::string>& fields) {
             for (std::size_t index = 0; index < fields.size(); ++index) {
                 if (index > 0) stream << ',';
@@ -61,10 +57,7 @@ void write_csv(const std::string& path, const std::vector<std::string>& header, 
             fill_row(row, fields);
             write_line(fields);
         }
-        stream.flush();
-        if (!stream) throw WriteError(path, "write failed (disk full?)");
     });
-    output.commit();
 }
 
 void write_projection_csv(const std::string& path, const std::vector<std::string>& barcodes,

@@ -1,48 +1,15 @@
 #pragma once
-/// Typed load errors. No HDF5 or zlib error escapes core/io: readers translate them.
-#include <stdexcept>
-#include <string>
+/// Typed load errors. No HDF5 or zlib error escapes core/io: readers translate them
+/// into these (defined in core/types/errors.hpp, so that every layer shares them).
+#include "core/types/errors.hpp"
 
 namespace fathom::io {
 
-/// The file exists and was opened but its content is malformed.
-/// what() reads "<file>: <object>: <problem>", e.g.
-/// "pbmc.h5ad: /X/indptr: has 2701 entries; expected n_obs + 1 = 2700".
-class FormatError : public std::runtime_error {
-public:
-    FormatError(std::string file, std::string object, std::string problem)
-        : std::runtime_error(file + ": " + (object.empty() ? std::string() : object + ": ") + problem),
-          m_file(std::move(file)), m_object(std::move(object)), m_problem(std::move(problem)) {}
-    const std::string& file() const noexcept { return m_file; }
-    const std::string& object() const noexcept { return m_object; }
-    const std::string& problem() const noexcept { return m_problem; }
-
-private:
-    std::string m_file, m_object, m_problem;
-};
-
-/// The file could not be read at all (missing, permissions, I/O error).
-/// what() reads "<file>: <reason>".
-class ReadError : public std::runtime_error {
-public:
-    ReadError(std::string file, std::string reason)
-        : std::runtime_error(file + ": " + reason), m_file(std::move(file)), m_reason(std::move(reason)) {}
-    const std::string& file() const noexcept { return m_file; }
-    const std::string& reason() const noexcept { return m_reason; }
-
-private:
-    std::string m_file, m_reason;
-};
-
-/// Writing an output failed; nothing was left at the destination path.
-class WriteError : public std::runtime_error {
-public:
-    WriteError(std::string file, std::string reason)
-        : std::runtime_error(file + ": " + reason), m_file(std::move(file)) {}
-    const std::string& file() const noexcept { return m_file; }
-
-private:
-    std::string m_file;
-};
+/// "<file>: <object>: <problem>": the file was opened but its content is malformed.
+using FormatError = fathom::FormatError;
+/// "<file>: <reason>": the file could not be read at all.
+using ReadError = fathom::ReadError;
+/// "<file>: <reason>": writing an output failed; nothing was left at the destination.
+using WriteError = fathom::WriteError;
 
 }  // namespace fathom::io

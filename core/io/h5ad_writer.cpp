@@ -16,7 +16,7 @@
 #include "core/types/JobContext.hpp"
 #include "core/io/CsrAppender.hpp"
 #include "core/io/detail/hdf5_write.hpp"
-#include "core/io/detail/atomic_output.hpp"
+#include "core/types/atomic_file.hpp"
 
 namespace fathom::io {
 
@@ -333,7 +333,7 @@ void validate(const H5adWriteOptions& options) {
 // ---- H5adStreamWriter ----
 
 struct H5adStreamWriter::Impl {
-    detail::AtomicOutput output;
+    AtomicFile output;
     MatrixShape shape;
     H5adWriteOptions options;
     std::optional<h5::File> file;
@@ -403,7 +403,8 @@ void H5adStreamWriter::commit(const Dataset& meta) {
 
 // ---- write_h5ad ----
 
-void write_h5ad(const std::string& path, const Dataset& meta, RowSource* matrix, const H5adWriteOptions& options) {
+void write_h5ad(const std::string& path, const Dataset& meta, RowSource* matrix, const H5adWriteOptions& options,
+                JobContext* ctx) {
     validate(options);
     const bool with_matrix = matrix != nullptr && options.write_matrix;
     MatrixShape shape{meta.obs.num_rows(), meta.var.num_rows()};
@@ -414,6 +415,7 @@ void write_h5ad(const std::string& path, const Dataset& meta, RowSource* matrix,
         H5adStreamWriter writer(path, shape, options, matrix->nnz());
         for (std::int64_t begin = 0; begin < shape.num_cells; begin += options.rows_per_block) {
             const std::int64_t end = std::min(shape.num_cells, begin + options.rows_per_block);
+            if (ctx) ctx->checkpoint();  // the writer's destructor removes the temporary file
             CsrShard rows;
             try {
                 rows = matrix->read_rows(begin, end);
@@ -432,12 +434,13 @@ void write_h5ad(const std::string& path, const Dataset& meta, RowSource* matrix,
                                            std::to_string(rows.row_end()) + ") for [" + std::to_string(begin) + ", " +
                                            std::to_string(end) + ")");
             writer.append_rows(rows);
+            if (ctx) ctx->report(static_cast<double>(end) / static_cast<double>(shape.num_cells));
         }
         writer.commit(meta);
         return;
     }
 
-    detail::AtomicOutput output(path);
+    AtomicFile output(path);
     output.run([&] {
         h5::File file = h5::File::create(output.temp_path());
         set_encoding(file, "/", "anndata", "0.1.0");

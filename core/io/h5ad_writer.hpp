@@ -9,6 +9,10 @@
 #include "core/data/Dataset.hpp"
 #include "core/io/RowSource.hpp"
 
+namespace fathom {
+class JobContext;
+}
+
 namespace fathom::io {
 
 struct H5adWriteOptions {
@@ -32,8 +36,10 @@ void validate(const H5adWriteOptions& options);
 /// no rows and no columns gets anndata's default index "0", "1", ... Throws
 /// WriteError naming `path` when writing fails (nothing is left at `path`, an existing
 /// file there is untouched); errors reading `matrix` (FormatError, ReadError) and
-/// Cancelled propagate unchanged after the same clean-up.
-void write_h5ad(const std::string& path, const Dataset& meta, RowSource* matrix, const H5adWriteOptions& options = {});
+/// Cancelled (from `ctx`, checked before every block of rows) propagate unchanged after
+/// the same clean-up.
+void write_h5ad(const std::string& path, const Dataset& meta, RowSource* matrix, const H5adWriteOptions& options = {},
+                JobContext* ctx = nullptr);
 
 /// Incremental h5ad writer for producers that generate X block by block (synth):
 /// construct, append rows in order, then commit() with the annotations. The

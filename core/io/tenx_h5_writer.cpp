@@ -6,7 +6,7 @@
 
 #include "core/types/JobContext.hpp"
 #include "core/io/CsrAppender.hpp"
-#include "core/io/detail/atomic_output.hpp"
+#include "core/types/atomic_file.hpp"
 #include "core/io/detail/hdf5_write.hpp"
 
 namespace fathom::io {
@@ -22,7 +22,7 @@ void validate(const TenxH5WriteOptions& options) {
 }
 
 struct TenxH5Writer::Impl {
-    detail::AtomicOutput output;
+    AtomicFile output;
     TenxFeatures features;
     TenxH5WriteOptions options;
     std::optional<h5::File> file;

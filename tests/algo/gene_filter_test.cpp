@@ -476,6 +476,34 @@ TEST(GeneFilterLookup, UnknownGenesAreNamedWithSuggestionsAndCarets) {
     EXPECT_THROW((void)resolve_filter_genes(parse_filter("X > 1"), lookup), FilterParseError);
 }
 
+TEST(GeneFilterLookup, AmbiguousGenesAreNamedWithHowToNameEachOne) {
+    // A duplicated var name (10x files read without var_names_make_unique).
+    const std::vector<std::string> names{"TBCE", "CD3E", "TBCE"};
+    const std::vector<std::string> ids{"ENSG1", "ENSG2", "ENSG3"};
+    const GeneLookup lookup(names, ids);
+    const std::string text = "CD3E > 1 and TBCE > 0 or CD3F > 2";
+    try {
+        (void)resolve_filter_genes(parse_filter(text), lookup);
+        ADD_FAILURE() << "no error";
+    } catch (const UnknownGeneError& error) {
+        const std::string message = error.what();
+        ASSERT_EQ(error.unknown().size(), 2u) << message;
+        EXPECT_EQ(error.unknown()[0].gene, "TBCE");
+        EXPECT_EQ(error.unknown()[0].ambiguity,
+                  "it is the var name of 2 genes (gene ids ENSG1, ENSG3); name one by its gene id");
+        EXPECT_TRUE(error.unknown()[1].ambiguity.empty());
+        EXPECT_EQ(error.offset(), 13u) << "the first gene that does not resolve";
+        EXPECT_NE(message.find("filter: unknown gene 'CD3F' at column 26 (did you mean CD3E?); not in var names or "
+                               "var['gene_ids']; ambiguous gene 'TBCE' at column 14 (it is the var name of 2 genes "
+                               "(gene ids ENSG1, ENSG3); name one by its gene id)"),
+                  std::string::npos)
+            << message;
+        EXPECT_EQ(last_line(message), "  " + std::string(13, ' ') + "^^^^" + std::string(8, ' ') + "^^^^") << message;
+    }
+    // By gene id it resolves.
+    EXPECT_EQ(resolve_filter_genes(parse_filter("ENSG3 > 0 and CD3E > 1"), lookup), (std::vector<std::int32_t>{2, 1}));
+}
+
 // ---------------------------------------------------------------------------------
 // Evaluation on value columns
 

@@ -1,17 +1,20 @@
 // Engine::evaluate_filter and gene_set_score against a brute-force read of the matrix:
 // masks on the first evaluation (columns read from the shards) and on later ones with
 // changed thresholds (columns from the engine's cache), the breakdown by an obs column,
-// and the gene-set mean / score.
+// and the gene-set mean / score; a streamed (out-of-core) dataset gives the same masks
+// and values; unknown and ambiguous genes fail naming them; EngineConfig::read.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <algorithm>
 #include <cstdio>
+#include <fstream>
 #include <map>
 
 #include "core/data/CsrShard.hpp"
 #include "core/engine/Engine.hpp"
 #include "core/io/RowSource.hpp"
+#include "core/io/h5ad_writer.hpp"
 #include "core/io/synth.hpp"
 #include "tests/support/paths.hpp"
 
@@ -153,6 +156,127 @@ TEST(EngineFilters, GeneSetMeanAndScore) {
     for (std::size_t cell = 0; cell < mean->values.size(); ++cell)
         difference += std::abs(static_cast<double>(score->values[cell]) - mean->values[cell]);
     EXPECT_GT(difference, 0.0);
+}
+
+JobStatus finish(const JobHandle& handle) {
+    EXPECT_TRUE(handle.wait_for(120s)) << "job did not finish in time";
+    return handle.status();
+}
+
+TEST(EngineFilters, AStreamedDatasetGivesTheSameMasksAndValuesAsInMemory) {
+    Engine in_memory(EngineConfig{"cpu:2"});
+    ASSERT_EQ(finish(in_memory.open(filter_dataset())).state, JobState::Succeeded);
+    EngineConfig config{"cpu:1"};
+    config.memory_budget_bytes = -1;  // always stream
+    config.stream_block_nnz = 5000;   // many blocks on this small file
+    Engine streamed(config);
+    ASSERT_EQ(finish(streamed.open(filter_dataset())).state, JobState::Succeeded);
+    ASSERT_TRUE(streamed.snapshot()->dataset->streamed);
+    const auto model = io::synthetic_model(filter_dataset_options());
+    const std::string a = model.gene_names[static_cast<std::size_t>(model.markers[0].front())];
+    const std::string b = model.gene_names[static_cast<std::size_t>(model.markers[1].front())];
+    const std::string c_id = model.gene_ids[static_cast<std::size_t>(model.markers[2].front())];
+    for (const ValueLayer layer : {ValueLayer::LogNorm, ValueLayer::Counts}) {
+        for (const std::string& expression :
+             {a + " > 1 and not " + b + " > 0.5", "(" + a + " >= 2 or " + c_id + " between 1 3)"}) {
+            SCOPED_TRACE(expression);
+            const auto expected = in_memory.evaluate_filter(expression, layer).wait();
+            const auto got = streamed.evaluate_filter(expression, layer).wait();
+            ASSERT_TRUE(expected && got);
+            EXPECT_EQ(got->mask, expected->mask);
+            EXPECT_EQ(got->num_matching, expected->num_matching);
+            EXPECT_GT(got->num_matching, 0);
+        }
+        const auto expected = in_memory.gene_values(a, layer).wait();
+        const auto got = streamed.gene_values(a, layer).wait();
+        ASSERT_TRUE(expected && got);
+        EXPECT_EQ(got->values, expected->values);
+    }
+    // The barcodes of a streamed filter's cells.
+    const auto mask = streamed.evaluate_filter(a + " > 1").wait();
+    ASSERT_TRUE(mask);
+    const auto folder = test::temp_dir("engine-filters-streamed");
+    ASSERT_EQ(finish(streamed.export_barcodes((folder / "cells.txt").string(), mask->mask)).state, JobState::Succeeded);
+    std::ifstream in(folder / "cells.txt");
+    std::int64_t lines = 0;
+    for (std::string line; std::getline(in, line);) ++lines;
+    EXPECT_EQ(lines, mask->num_matching);
+}
+
+TEST(EngineFilters, UnknownAndAmbiguousGenesFailNamingThem) {
+    // The synthetic dataset with two genes renamed to one symbol, as 10x files read
+    // without var_names_make_unique have.
+    const auto folder = test::temp_dir("engine-filters-ambiguous");
+    const std::string path = (folder / "duplicated.h5ad").string();
+    {
+        io::OpenedDataset opened = io::open_dataset(filter_dataset());
+        opened.meta.var.index()[3] = "DUPLICATED";
+        opened.meta.var.index()[7] = "DUPLICATED";
+        io::write_h5ad(path, opened.meta, opened.source.get());
+    }
+    Engine engine(EngineConfig{"cpu:1"});
+    ASSERT_EQ(finish(engine.open(path)).state, JobState::Succeeded);
+    const auto model = io::synthetic_model(filter_dataset_options());
+
+    const auto ambiguous = engine.evaluate_filter("DUPLICATED > 1");
+    JobStatus status = finish(ambiguous.handle());
+    EXPECT_EQ(status.failure, FailureKind::Option);
+    EXPECT_NE(status.message.find("ambiguous gene 'DUPLICATED' at column 1 (it is the var name of 2 genes (gene ids " +
+                                  model.gene_ids[3] + ", " + model.gene_ids[7] + "); name one by its gene id)"),
+              std::string::npos)
+        << status.message;
+    status = finish(engine.gene_values("DUPLICATED").handle());
+    EXPECT_EQ(status.failure, FailureKind::Option);
+    EXPECT_NE(status.message.find("gene 'DUPLICATED' is ambiguous"), std::string::npos) << status.message;
+    status = finish(engine.gene_set_score({"DUPLICATED", model.gene_names[0]}).handle());
+    EXPECT_EQ(status.failure, FailureKind::Option);
+    EXPECT_NE(status.message.find("gene 'DUPLICATED' is ambiguous"), std::string::npos) << status.message;
+    // By gene id each one resolves.
+    const auto by_id = engine.gene_values(model.gene_ids[7], ValueLayer::Counts).wait();
+    ASSERT_TRUE(by_id);
+    EXPECT_EQ(by_id->gene_index, 7);
+    EXPECT_EQ(by_id->gene, "DUPLICATED");
+    // Unknown: named with close matches.
+    status = finish(engine.gene_values(model.gene_names[0] + "X").handle());
+    EXPECT_EQ(status.failure, FailureKind::Option);
+    EXPECT_NE(status.message.find("gene '" + model.gene_names[0] + "X' is not in var names or var['gene_ids'] (did you mean " +
+                                  model.gene_names[0]),
+              std::string::npos)
+        << status.message;
+}
+
+TEST(EngineFilters, ReadOptionsApplyToOpenAndToTheStreamedReads) {
+    // A 10x file keeps only "Gene Expression" features by default; an empty feature type
+    // keeps every one. The synthetic 10x file has only that type, so both read the same
+    // matrix here: what is checked is that the options reach every read.
+    const auto folder = test::temp_dir("engine-filters-read");
+    const std::string path = (folder / "synthetic.h5").string();
+    io::write_synthetic(path, filter_dataset_options());
+    EngineConfig config{"cpu:1"};
+    config.read.feature_type = "";
+    config.read.matrix = "X";
+    config.memory_budget_bytes = -1;
+    Engine engine(config);
+    ASSERT_EQ(finish(engine.open(path)).state, JobState::Succeeded);
+    const auto model = io::synthetic_model(filter_dataset_options());
+    const std::string a = model.gene_names[static_cast<std::size_t>(model.markers[0].front())];
+    Engine reference(EngineConfig{"cpu:1"});
+    ASSERT_EQ(finish(reference.open(path)).state, JobState::Succeeded);
+    const auto got = engine.evaluate_filter(a + " > 1").wait();
+    const auto expected = reference.evaluate_filter(a + " > 1").wait();
+    ASSERT_TRUE(got && expected);
+    EXPECT_EQ(got->mask, expected->mask);
+    // The out-of-core pipeline reads the file with the defaults only: it refuses others.
+    const auto status = finish(engine.run(PipelineSettings{}));
+    EXPECT_EQ(status.failure, FailureKind::Option) << status.message;
+    EXPECT_NE(status.message.find("EngineConfig::read"), std::string::npos) << status.message;
+    // A matrix that the file does not have fails the open naming it.
+    EngineConfig wrong{"cpu:1"};
+    wrong.read.matrix = "layers/no_such_layer";
+    Engine no_layer(wrong);
+    const auto opened = finish(no_layer.open(filter_dataset()));
+    EXPECT_EQ(opened.failure, FailureKind::Input) << opened.message;
+    EXPECT_NE(opened.message.find("no_such_layer"), std::string::npos) << opened.message;
 }
 
 }  // namespace

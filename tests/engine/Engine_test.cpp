@@ -5,7 +5,10 @@
 #include <cmath>
 #include <algorithm>
 #include <filesystem>
+#include <atomic>
+#include <future>
 #include <set>
+#include <thread>
 
 #include "core/algo/recipes.hpp"
 #include "core/backend/ShardSet.hpp"
@@ -294,6 +297,31 @@ TEST(Engine, CancelledRunLeavesTheEngineUsable) {
     EXPECT_TRUE(engine.snapshot()->obsm.count("X_pca"));
 }
 
+TEST(Engine, DestroyingItCancelsARunningJobAndJoinsItsWorkersThenAndThere) {
+    // The job holds the engine's state; before ~Engine stopped the queues, the job kept
+    // running and released the last reference on its own worker, whose queue then joined
+    // itself (std::terminate: "Resource deadlock avoided", seen in the GUI tests).
+    std::promise<void> running;
+    std::atomic<bool> saw_cancel{false};
+    EngineConfig config;
+    config.step_observer = [&](const std::string&, JobContext& ctx) {
+        running.set_value();
+        while (!ctx.cancelled()) std::this_thread::yield();
+        saw_cancel = true;
+    };
+    JobHandle handle, queued;
+    {
+        Engine engine(config);
+        handle = engine.open(dataset_path());
+        queued = engine.open(dataset_path());
+        ASSERT_EQ(running.get_future().wait_for(120s), std::future_status::ready);
+    }
+    // ~Engine returned only after the job ended: nothing of it runs on.
+    EXPECT_TRUE(saw_cancel);
+    EXPECT_EQ(handle.status().state, JobState::Cancelled);
+    EXPECT_EQ(queued.status().state, JobState::Cancelled);
+}
+
 TEST(Engine, StreamedOutOfCoreRunAgreesWithTheInMemoryRun) {
     PipelineSettings settings = small_settings();
     settings.run_neighbors = false;
@@ -325,10 +353,16 @@ TEST(Engine, StreamedOutOfCoreRunAgreesWithTheInMemoryRun) {
         }
         EXPECT_GT(std::abs(dot) / std::sqrt(na * nb), 0.9999) << "component " << component;
     }
-    // Gene queries need the matrix in memory.
-    const auto gene = streamed.gene_values("GENE00001");
-    const auto gene_status = finish(gene.handle());
-    EXPECT_EQ(gene_status.failure, FailureKind::Option) << gene_status.message;
+    // Gene queries read the named columns from the file: the same values as in memory.
+    const auto gene = streamed.gene_values("GENE00001").wait();
+    const auto in_memory_gene = in_memory.gene_values("GENE00001").wait();
+    ASSERT_TRUE(gene && in_memory_gene);
+    EXPECT_EQ(gene->values, in_memory_gene->values);
+    // A gene-set score reads the shards themselves: it needs the matrix in memory.
+    const auto set = streamed.gene_set_score({"GENE00001", "GENE00002"});
+    const auto set_status = finish(set.handle());
+    EXPECT_EQ(set_status.failure, FailureKind::Option) << set_status.message;
+    EXPECT_NE(set_status.message.find("streamed"), std::string::npos) << set_status.message;
 }
 
 TEST(Engine, GeneValuesMatchABruteForceRead) {

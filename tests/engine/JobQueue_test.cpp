@@ -115,5 +115,22 @@ TEST(JobQueue, DestructorCancelsRunningWork) {
     EXPECT_EQ(handle.status().state, JobState::Cancelled);
 }
 
+TEST(JobQueue, StopEndsEveryJobAndLaterOnesNeverRun) {
+    JobQueue queue;
+    const JobHandle running = queue.submit("spin", [](JobContext& ctx) {
+        while (true) ctx.checkpoint();
+    });
+    bool ran = false;
+    const JobHandle queued = queue.submit("queued", [&](JobContext&) { ran = true; });
+    queue.stop();  // returns once the worker has ended both
+    EXPECT_EQ(running.status().state, JobState::Cancelled);
+    EXPECT_EQ(queued.status().state, JobState::Cancelled);
+    queue.stop();  // idempotent
+    const JobHandle late = queue.submit("late", [&](JobContext&) { ran = true; });
+    EXPECT_TRUE(late.wait_for(0ms)) << "ends at once";
+    EXPECT_EQ(late.status().state, JobState::Cancelled);
+    EXPECT_FALSE(ran);
+}
+
 }  // namespace
 }  // namespace fathom

@@ -94,6 +94,30 @@ TEST(FilterRules, UnknownGenesAreReportedWithSuggestionsWhenNamesAreGiven) {
     EXPECT_TRUE(parse_filter_rules("ENSG00000156738 > 0", names, ids).ok);
 }
 
+TEST(FilterRules, AmbiguousGenesAreReportedLikeUnknownOnes) {
+    const std::vector<std::string> names = {"TBCE", "CD3E", "TBCE"};
+    const std::vector<std::string> ids = {"ENSG1", "ENSG2", "ENSG3"};
+    const FilterRulesParse ambiguous = parse_filter_rules("CD3E > 1 and TBCE > 0", names, ids);
+    EXPECT_FALSE(ambiguous.ok);
+    EXPECT_EQ(ambiguous.offset, 13u);
+    EXPECT_EQ(ambiguous.length, 4u);
+    EXPECT_NE(ambiguous.problem.find("ambiguous gene 'TBCE' (it is the var name of 2 genes (gene ids ENSG1, ENSG3)"),
+              std::string::npos)
+        << ambiguous.problem;
+    EXPECT_TRUE(parse_filter_rules("CD3E > 1 and ENSG3 > 0", names, ids).ok);
+}
+
+TEST(FilterRules, SyntaxErrorOfAnyTextTheEmptyOneIncluded) {
+    EXPECT_EQ(filter_syntax_error("CD3E > 1 and not MS4A1 > 0"), "");
+    EXPECT_EQ(filter_syntax_error("UNKNOWN_GENE > 1"), "") << "genes are not looked up";
+    const std::string empty = filter_syntax_error("  ");
+    EXPECT_NE(empty.find("filter: the expression is empty at column 1"), std::string::npos) << empty;
+    EXPECT_NE(empty.find("^"), std::string::npos) << empty;
+    const std::string bad = filter_syntax_error("CD3E = 1");
+    EXPECT_NE(bad.find("(use '==')"), std::string::npos) << bad;
+    EXPECT_NE(bad.find("\n  CD3E = 1\n       ^"), std::string::npos) << bad;
+}
+
 TEST(FilterRules, GeneListFilesAreReadOrNamedInTheError) {
     const auto folder = test::temp_dir("filter-rules");
     const auto path = folder / "set.csv";

@@ -476,6 +476,44 @@ TEST(H5adWriterAtomicity, CancelledAndInputErrorsPropagateAndCleanUp) {
     EXPECT_TRUE(folder_entries(folder).empty());
 }
 
+TEST(H5adWriterAtomicity, ACancelledJobContextStopsTheWriteAndKeepsTheOldFile) {
+    const auto folder = test::temp_dir("h5ad-writer-ctx");
+    const auto path = folder / "out.h5ad";
+    { std::ofstream(path) << "previous content"; }
+    const ShardedCsr matrix = sharded(dense_matrix(), 7);
+    H5adWriteOptions options;
+    options.rows_per_block = 2;
+    // Cancelled while the blocks are written (as fathom-cli convert's Ctrl-C does): the
+    // source cancels the job when its second block is read.
+    class CancellingSource final : public RowSource {
+    public:
+        CancellingSource(const ShardedCsr& matrix, JobContext& ctx) : m_inner(matrix), m_ctx(ctx) {}
+        MatrixShape shape() const override { return m_inner.shape(); }
+        std::int64_t nnz() const override { return m_inner.nnz(); }
+        CsrShard read_rows(std::int64_t begin, std::int64_t end) override {
+            if (begin > 0) m_ctx.cancel();
+            return m_inner.read_rows(begin, end);
+        }
+        std::vector<std::int64_t> row_offsets() override { return m_inner.row_offsets(); }
+        std::unique_ptr<RowSource> clone() const override { return nullptr; }
+
+    private:
+        ShardedCsrSource m_inner;
+        JobContext& m_ctx;
+    };
+    JobContext ctx;
+    CancellingSource source(matrix, ctx);
+    EXPECT_THROW(write_h5ad(path.string(), annotated_dataset(), &source, options, &ctx), Cancelled);
+    EXPECT_EQ(folder_entries(folder), std::vector<fs::path>{path});
+    std::ifstream kept(path);
+    EXPECT_EQ(std::string((std::istreambuf_iterator<char>(kept)), std::istreambuf_iterator<char>()), "previous content");
+    // Progress reaches the context block by block.
+    JobContext progress;
+    ShardedCsrSource good(matrix);
+    write_h5ad(path.string(), annotated_dataset(), &good, options, &progress);
+    EXPECT_DOUBLE_EQ(progress.progress().fraction, 1.0);
+}
+
 TEST(H5adWriterAtomicity, UnwritableDestinationNamesThePath) {
     const auto folder = test::temp_dir("h5ad-writer-dest");
     const ShardedCsr matrix = sharded(dense_matrix(), 7);

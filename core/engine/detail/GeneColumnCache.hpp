@@ -74,9 +74,12 @@ private:
 
 /// The values of `genes` (column indices) in `layer` for every raw row of `data`,
 /// from its cache; the genes it lacks are read from the shards in one
-/// ShardSet::gene_columns call (under data.raw_mutex), LogNorm'ed when asked
-/// (lognorm_in_place, target_sum 1e4) and cached. One column per entry of `genes`.
-std::vector<GeneColumnCache::Column> cached_gene_columns(const LoadedData& data, std::span<const std::int32_t> genes,
-                                                         ValueLayer layer, JobContext& ctx);
+/// ShardSet::gene_columns call (under data.raw_mutex) — a streamed dataset: from its
+/// file, in one pass of blocks of config.stream_block_nnz non-zeros, read as config.read
+/// says — LogNorm'ed when asked (lognorm_in_place, target_sum 1e4) and cached. One column
+/// per entry of `genes`.
+std::vector<GeneColumnCache::Column> cached_gene_columns(const LoadedData& data, const EngineConfig& config,
+                                                         std::span<const std::int32_t> genes, ValueLayer layer,
+                                                         JobContext& ctx);
 
 }  // namespace fathom::detail

@@ -3,11 +3,13 @@
 /// matrix is never loaded; it is streamed from the file in row blocks, twice for
 /// Zheng17 (statistics, then the HVG block), and only the HVG block is kept as shards.
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "core/algo/normalize.hpp"
 #include "core/algo/qc.hpp"
 #include "core/backend/ShardSet.hpp"
+#include "core/engine/Engine.hpp"
 #include "core/io/RowSource.hpp"
 
 namespace fathom::detail {
@@ -37,5 +39,17 @@ StreamedStats stream_statistics(io::RowSource& source, std::span<const std::stri
 ShardSet stream_gene_block(io::RowSource& source, const NormalizeTotalOptions& normalization,
                            std::span<const std::uint8_t> keep, const std::vector<RowRange>& ranges, JobContext& ctx,
                            std::int64_t block_rows = k_stream_block_rows);
+
+/// Counts (values as stored) of the columns `genes` for every row of `source`, one
+/// vector per entry of `genes`: the rows are read in blocks of about `block_nnz`
+/// non-zeros (>= 1) planned on `row_offsets` (num_cells + 1 entries), and only those
+/// columns are kept from each block (ShardSet::gene_columns, as the in-memory queries).
+/// Reads `source` once.
+std::vector<std::vector<float>> stream_gene_columns(io::RowSource& source, std::span<const std::int64_t> row_offsets,
+                                                    std::span<const std::int32_t> genes, std::int64_t block_nnz,
+                                                    JobContext& ctx);
+
+/// The io::ReadOptions that read a file as `read` says.
+io::ReadOptions read_options(const DatasetReadOptions& read);
 
 }  // namespace fathom::detail

@@ -1,4 +1,4 @@
-#include "core/io/detail/atomic_output.hpp"
+#include "core/types/atomic_file.hpp"
 
 #include <unistd.h>
 
@@ -6,39 +6,59 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <stdexcept>
 #include <system_error>
 
 #include "core/types/JobContext.hpp"
-#include "core/io/errors.hpp"
+#include "core/types/errors.hpp"
 
-namespace fathom::io::detail {
+namespace fathom {
 
 namespace fs = std::filesystem;
 
-AtomicOutput::AtomicOutput(std::string path) : m_path(std::move(path)) {
-    if (m_path.empty()) throw WriteError(m_path, "empty output path");
-    m_temp_path = m_path + ".tmp-" + std::to_string(::getpid());
+void check_output_path(const std::string& path) {
+    if (path.empty()) throw WriteError(path, "empty output path");
     std::error_code error;
-    if (fs::is_directory(m_path, error)) throw WriteError(m_path, "is a folder, expected a file name");
-    fs::path folder = fs::path(m_path).parent_path();
+    if (fs::is_directory(path, error)) throw WriteError(path, "is a folder, expected a file name");
+    fs::path folder = fs::path(path).parent_path();
     if (folder.empty()) folder = ".";
-    if (!fs::exists(folder, error)) throw WriteError(m_path, "folder '" + folder.string() + "' does not exist");
-    if (!fs::is_directory(folder, error)) throw WriteError(m_path, "'" + folder.string() + "' is not a folder");
+    if (!fs::exists(folder, error)) throw WriteError(path, "folder '" + folder.string() + "' does not exist");
+    if (!fs::is_directory(folder, error)) throw WriteError(path, "'" + folder.string() + "' is not a folder");
     if (::access(folder.c_str(), W_OK | X_OK) != 0)
-        throw WriteError(m_path, "cannot write in folder '" + folder.string() + "': " + std::strerror(errno));
+        throw WriteError(path, "cannot write in folder '" + folder.string() + "': " + std::strerror(errno));
 }
 
-AtomicOutput::~AtomicOutput() {
+void write_file_atomically(const std::string& path, const std::function<void(std::ostream&)>& write) {
+    AtomicFile file(path);
+    std::ofstream stream;
+    file.run(
+        [&] {
+            stream.open(file.temp_path(), std::ios::binary | std::ios::trunc);
+            if (!stream) throw WriteError(path, "cannot create the temporary file " + file.temp_path());
+            write(stream);
+            stream.close();
+            if (!stream) throw WriteError(path, "write failed (disk full?)");
+        },
+        [&] { stream.close(); });
+    file.commit();
+}
+
+AtomicFile::AtomicFile(std::string path) : m_path(std::move(path)) {
+    check_output_path(m_path);
+    m_temp_path = m_path + ".tmp-" + std::to_string(::getpid());
+}
+
+AtomicFile::~AtomicFile() {
     if (!m_committed) remove_temp();
 }
 
-void AtomicOutput::remove_temp() noexcept {
+void AtomicFile::remove_temp() noexcept {
     std::error_code error;
     fs::remove(m_temp_path, error);
 }
 
-void AtomicOutput::run(const std::function<void()>& body, const std::function<void()>& on_failure) {
+void AtomicFile::run(const std::function<void()>& body, const std::function<void()>& on_failure) {
     if (m_failed) throw WriteError(m_path, "an earlier write to this file failed");
     if (m_committed) throw WriteError(m_path, "already committed");
     auto clean_up = [&] {
@@ -68,17 +88,14 @@ void AtomicOutput::run(const std::function<void()>& body, const std::function<vo
     } catch (const WriteError& error) {
         clean_up();
         if (error.file() == m_path) throw;
-        std::string message = error.what();
-        const std::string prefix = error.file() + ": ";
-        if (message.rfind(prefix, 0) == 0) message = message.substr(prefix.size());
-        throw WriteError(m_path, message);
+        throw WriteError(m_path, error.reason());
     } catch (const std::exception& error) {
         clean_up();
         throw WriteError(m_path, error.what());
     }
 }
 
-void AtomicOutput::commit() {
+void AtomicFile::commit() {
     if (m_failed) throw WriteError(m_path, "an earlier write to this file failed");
     if (m_committed) return;
     if (std::rename(m_temp_path.c_str(), m_path.c_str()) != 0) {
@@ -91,4 +108,4 @@ void AtomicOutput::commit() {
     m_committed = true;
 }
 
-}  // namespace fathom::io::detail
+}  // namespace fathom
