@@ -5,8 +5,8 @@
 #include <charconv>
 #include <cmath>
 #include <functional>
-#include <fstream>
 #include <memory>
+#include <ostream>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -15,7 +15,7 @@
 #include "core/engine/Engine.hpp"
 #include "core/engine/detail/EngineState.hpp"
 #include "core/engine/palette.hpp"
-#include "core/io/detail/atomic_output.hpp"
+#include "core/io/csv_writer.hpp"
 #include "core/io/errors.hpp"
 
 namespace fathom {
@@ -117,22 +117,6 @@ std::string csv_field(const std::string& text) {
         quoted += c;
     }
     return quoted + '"';
-}
-
-/// Writes `path` atomically: `body` writes the temporary file's stream.
-void write_text_atomically(const std::string& path, const std::function<void(std::ostream&)>& body) {
-    io::detail::AtomicOutput output(path);
-    std::ofstream stream;
-    output.run(
-        [&] {
-            stream.open(output.temp_path(), std::ios::binary | std::ios::trunc);
-            if (!stream) throw io::WriteError(path, "cannot create the temporary file " + output.temp_path());
-            body(stream);
-            stream.close();
-            if (!stream) throw io::WriteError(path, "write failed (disk full?)");
-        },
-        [&] { stream.close(); });
-    output.commit();
 }
 
 }  // namespace
@@ -247,7 +231,7 @@ JobHandle Engine::export_barcodes(std::string path, std::vector<std::uint8_t> ma
         if (mask.size() != barcodes.size())
             throw std::invalid_argument("export barcodes: " + std::to_string(mask.size()) + " flags for " +
                                         std::to_string(barcodes.size()) + " cells");
-        write_text_atomically(path, [&](std::ostream& out) {
+        io::write_text_file(path, [&](std::ostream& out) {
             for (std::size_t cell = 0; cell < barcodes.size(); ++cell) {
                 if (cell % 65536 == 0) ctx.checkpoint();
                 if (mask[cell]) out << barcodes[cell] << '\n';
@@ -267,7 +251,7 @@ JobHandle Engine::export_markers_csv(std::string path, MarkerGroup markers) {
             if (column->size() != rows)
                 throw std::invalid_argument("export markers: the table of group '" + markers.group +
                                             "' has columns of different lengths");
-        write_text_atomically(path, [&](std::ostream& out) {
+        io::write_text_file(path, [&](std::ostream& out) {
             out << "gene,score,logfc,pval,pval_adj,pct_in,pct_out\n";
             for (std::size_t row = 0; row < rows; ++row)
                 out << csv_field(markers.genes[row]) << ',' << number_text(markers.scores[row]) << ','

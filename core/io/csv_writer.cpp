@@ -41,12 +41,24 @@ std::string csv_field(const std::string& text) {
 std::string csv_number(float value) { return shortest(value); }
 std::string csv_number(double value) { return shortest(value); }
 
+void write_text_file(const std::string& path, const std::function<void(std::ostream&)>& body) {
+    detail::AtomicOutput output(path);
+    std::ofstream stream;
+    output.run(
+        [&] {
+            stream.open(output.temp_path(), std::ios::binary | std::ios::trunc);
+            if (!stream) throw WriteError(path, "cannot create the temporary file " + output.temp_path());
+            body(stream);
+            stream.close();
+            if (!stream) throw WriteError(path, "write failed (disk full?)");
+        },
+        [&] { stream.close(); });
+    output.commit();
+}
+
 void write_csv(const std::string& path, const std::vector<std::string>& header, std::int64_t num_rows,
                const std::function<void(std::int64_t row, std::vector<std::string>& fields)>& fill_row) {
-    detail::AtomicOutput output(path);
-    output.run([&] {
-        std::ofstream stream(output.temp_path(), std::ios::binary);
-        if (!stream) throw WriteError(path, "cannot create the temporary file " + output.temp_path());
+    write_text_file(path, [&](std::ostream& stream) {
         const auto write_line = [&](const std::vector<std::string>& fields) {
             for (std::size_t index = 0; index < fields.size(); ++index) {
                 if (index > 0) stream << ',';
@@ -61,10 +73,7 @@ void write_csv(const std::string& path, const std::vector<std::string>& header, 
             fill_row(row, fields);
             write_line(fields);
         }
-        stream.flush();
-        if (!stream) throw WriteError(path, "write failed (disk full?)");
     });
-    output.commit();
 }
 
 void write_projection_csv(const std::string& path, const std::vector<std::string>& barcodes,

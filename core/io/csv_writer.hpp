@@ -4,6 +4,7 @@
 /// then rename), so a failure leaves nothing at the destination.
 #include <cstdint>
 #include <functional>
+#include <iosfwd>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,13 @@ std::string csv_field(const std::string& text);
 /// "-inf" for the non-finite values, as pandas writes them).
 std::string csv_number(float value);
 std::string csv_number(double value);
+
+/// Writes `path` atomically ("<path>.tmp-<pid>" in its folder, then rename): `body` writes
+/// the text to the stream it is given. Throws WriteError naming `path` when the file
+/// cannot be created or written. An exception from `body` removes the temporary file and
+/// propagates (Cancelled, FormatError, ReadError and std::invalid_argument unchanged,
+/// anything else as WriteError naming `path`); an existing file at `path` is untouched.
+void write_text_file(const std::string& path, const std::function<void(std::ostream&)>& body);
 
 /// Writes `path`: the header line, then `num_rows` lines whose fields `fill_row(row,
 /// fields)` sets (fields arrives cleared; each field is passed through csv_field).

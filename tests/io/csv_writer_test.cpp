@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "core/io/errors.hpp"
+#include "core/types/JobContext.hpp"
 #include "tests/support/paths.hpp"
 
 namespace fathom::io {
@@ -90,6 +91,28 @@ TEST(CsvWriter, FailureLeavesNothingAndKeepsAnExistingFile) {
     } catch (const WriteError& error) {
         EXPECT_NE(std::string(error.what()).find("missing/t.csv"), std::string::npos) << error.what();
     }
+}
+
+TEST(CsvWriter, TextFileIsWrittenAtomicallyAndCancelPropagates) {
+    const auto folder = test::temp_dir("text-file-atomic");
+    const auto path = folder / "barcodes.txt";
+    write_text_file(path.string(), [](std::ostream& out) { out << "AAA-1\nCCC-1\n"; });
+    EXPECT_EQ(read_all(path), "AAA-1\nCCC-1\n");
+    // A cancelled export stays Cancelled (the job ends Cancelled, not Failed) and keeps
+    // the file that was there.
+    EXPECT_THROW(write_text_file(path.string(),
+                                 [](std::ostream& out) {
+                                     out << "partial\n";
+                                     throw Cancelled();
+                                 }),
+                 Cancelled);
+    EXPECT_EQ(read_all(path), "AAA-1\nCCC-1\n");
+    std::size_t files = 0;
+    for (const auto& entry : std::filesystem::directory_iterator(folder)) {
+        (void)entry;
+        ++files;
+    }
+    EXPECT_EQ(files, 1u);
 }
 
 }  // namespace

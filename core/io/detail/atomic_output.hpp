@@ -1,8 +1,8 @@
 #pragma once
 /// Atomic output files for every writer in core/io: write "<path>.tmp-<pid>" in the
 /// destination folder, close, then rename() into place. A failure removes the
-/// temporary file and never touches `path`. Used by the writers of core/io and the
-/// engine's text exports.
+/// temporary file and never touches `path`. Used by the writers of core/io; other
+/// layers write text files through io::write_text_file (csv_writer.hpp).
 #include <functional>
 #include <string>
 
