@@ -1,5 +1,5 @@
-// h5ad reader: anndata 0.7 to 0.11 and the pre-0.7 layouts (see h5ad_elements.hpp
-// for the element encodings and h5ad_matrix.hpp for the matrix validation rules).
+// h5ad reader: anndata 0.7 to 0.11 and the pre-0.7 layouts (see detail/h5ad_elements.hpp
+// for the element encodings and detail/h5ad_matrix.hpp for the matrix validation rules).
 // obs / var are always read; obsm, varm, obsp and uns only with
 // ReadOptions::read_annotations. obsp graphs are validated like X (cells x cells).
 #include <map>
@@ -11,8 +11,8 @@
 #include "core/io/detail/hdf5.hpp"
 #include "core/io/detail/hdf5_ext.hpp"
 #include "core/io/errors.hpp"
-#include "core/io/h5ad_elements.hpp"
-#include "core/io/h5ad_matrix.hpp"
+#include "core/io/detail/h5ad_elements.hpp"
+#include "core/io/detail/h5ad_matrix.hpp"
 #include "core/io/readers.hpp"
 
 namespace fathom::io {

@@ -14,7 +14,7 @@
 #include <system_error>
 
 #include "core/types/JobContext.hpp"
-#include "core/io/CsrAppender.hpp"
+#include "core/io/detail/CsrAppender.hpp"
 #include "core/io/detail/hdf5_write.hpp"
 #include "core/types/atomic_file.hpp"
 

@@ -15,7 +15,7 @@ DatasetFormat detect_hdf5_layout(const std::string& path);
 /// h5ad as written by anndata 0.7 to 0.11 (and the pre-0.7 legacy layouts).
 /// Unsorted gene indices within a row are sorted at read time; a gene repeated within
 /// a row is rejected (FormatError). An absent X (anndata X = None) opens with
-/// matrix_layout "none" and no entries. Details in core/io/h5ad_matrix.hpp.
+/// matrix_layout "none" and no entries. Details in core/io/detail/h5ad_matrix.hpp.
 OpenedDataset open_h5ad(const std::string& path, const ReadOptions& options);
 
 /// 10x Genomics HDF5: CellRanger v3+ (/matrix) and v2 (per-genome groups).

@@ -5,7 +5,7 @@
 #include <stdexcept>
 
 #include "core/types/JobContext.hpp"
-#include "core/io/CsrAppender.hpp"
+#include "core/io/detail/CsrAppender.hpp"
 #include "core/types/atomic_file.hpp"
 #include "core/io/detail/hdf5_write.hpp"
 

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "core/io/errors.hpp"
+#include "core/types/JobContext.hpp"
 #include "tests/support/paths.hpp"
 
 namespace fathom::io {

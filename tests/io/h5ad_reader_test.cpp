@@ -14,7 +14,7 @@
 #include "core/io/RowSource.hpp"
 #include "core/io/detail/hdf5_ext.hpp"
 #include "core/io/errors.hpp"
-#include "core/io/h5ad_matrix.hpp"
+#include "core/io/detail/h5ad_matrix.hpp"
 #include "core/io/readers.hpp"
 #include "tests/support/h5ad_fixtures.hpp"
 #include "tests/support/paths.hpp"

@@ -1,4 +1,4 @@
-#include "core/io/h5ad_matrix.hpp"
+#include "core/io/detail/h5ad_matrix.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -8,7 +8,7 @@
 #include <utility>
 
 #include "core/io/detail/hdf5_ext.hpp"
-#include "core/io/h5ad_elements.hpp"
+#include "core/io/detail/h5ad_elements.hpp"
 
 namespace fathom::io::h5ad {
 

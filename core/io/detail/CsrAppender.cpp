@@ -1,4 +1,4 @@
-#include "core/io/CsrAppender.hpp"
+#include "core/io/detail/CsrAppender.hpp"
 
 #include <algorithm>
 #include <cmath>

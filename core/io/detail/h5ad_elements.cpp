@@ -1,4 +1,4 @@
-#include "core/io/h5ad_elements.hpp"
+#include "core/io/detail/h5ad_elements.hpp"
 
 #include <charconv>
 #include <limits>
