@@ -1,8 +1,9 @@
 #pragma once
-/// The pipeline form: one field per PipelineSettings member, each initialised from
-/// `PipelineSettings{}` (so the defaults live only in the engine's settings struct),
-/// plus the engine's device list; Run / Cancel; Run is disabled while the settings do
-/// not validate (the validation message names the field).
+/// The pipeline form: one field per setting of the schema (settings_schema.hpp), with
+/// its label, range, choices and help, initialised from `PipelineSettings{}`, plus the
+/// engine's device list; Run / Cancel. A step's values are disabled while the step is
+/// off; Run is disabled while the settings do not validate (the message names the
+/// setting).
 #include <QString>
 #include <QWidget>
 #include <vector>
@@ -36,7 +37,7 @@ public:
     /// Disables the form and Run while a job runs; enables Cancel.
     void setRunning(bool running);
     bool isRunning() const;
-    /// The editor of a field by its scanpy-style key ("n_top_genes", "resolution", ...);
+    /// The editor of a field by its schema name ("n_top_genes", "resolution", ...);
     /// null when unknown. For tests and scripting.
     QWidget* fieldEditor(const QString& key) const;
     /// Keys of all generated fields, in form order.

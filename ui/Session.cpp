@@ -5,6 +5,9 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <variant>
+
+#include "core/engine/settings_schema.hpp"
 
 namespace fathom::ui {
 
@@ -18,23 +21,12 @@ const std::set<std::string> k_draw_orders{"file", "random", "value"};
 const std::set<std::string> k_layers{"lognorm", "counts"};
 const std::set<std::string> k_filter_modes{"hide", "dim"};
 
+/// The pipeline settings by their schema names (settings_schema.hpp).
 json to_json(const PipelineSettings& settings) {
-    return {{"recipe", settings.recipe},
-            {"num_top_genes", settings.num_top_genes},
-            {"num_pcs", settings.num_pcs},
-            {"run_neighbors", settings.run_neighbors},
-            {"num_neighbors", settings.num_neighbors},
-            {"knn_method", settings.knn_method},
-            {"run_umap", settings.run_umap},
-            {"min_dist", settings.min_dist},
-            {"spread", settings.spread},
-            {"umap_epochs", settings.umap_epochs},
-            {"run_leiden", settings.run_leiden},
-            {"resolution", settings.resolution},
-            {"markers", settings.markers},
-            {"seed", settings.seed},
-            {"deterministic", settings.deterministic},
-            {"min_counts_per_cell", settings.min_counts_per_cell}};
+    json out = json::object();
+    for (const auto& spec : pipeline_settings_schema())
+        out[spec.name] = std::visit([](const auto& value) { return json(value); }, spec.get(settings));
+    return out;
 }
 
 /// Reads typed values out of the parsed document, naming the key (a JSON pointer) in
@@ -196,22 +188,27 @@ SessionState load_session(const QString& path) {
 
     const json& pipeline = reader.object(document, "", "pipeline", false);
     PipelineSettings& settings = state.pipeline;
-    reader.read(pipeline, "/pipeline", "recipe", settings.recipe);
-    reader.read(pipeline, "/pipeline", "num_top_genes", settings.num_top_genes);
-    reader.read(pipeline, "/pipeline", "num_pcs", settings.num_pcs);
-    reader.read(pipeline, "/pipeline", "run_neighbors", settings.run_neighbors);
-    reader.read(pipeline, "/pipeline", "num_neighbors", settings.num_neighbors);
-    reader.read(pipeline, "/pipeline", "knn_method", settings.knn_method);
-    reader.read(pipeline, "/pipeline", "run_umap", settings.run_umap);
-    reader.read(pipeline, "/pipeline", "min_dist", settings.min_dist);
-    reader.read(pipeline, "/pipeline", "spread", settings.spread);
-    reader.read(pipeline, "/pipeline", "umap_epochs", settings.umap_epochs);
-    reader.read(pipeline, "/pipeline", "run_leiden", settings.run_leiden);
-    reader.read(pipeline, "/pipeline", "resolution", settings.resolution);
-    reader.read(pipeline, "/pipeline", "markers", settings.markers);
-    reader.read(pipeline, "/pipeline", "seed", settings.seed);
-    reader.read(pipeline, "/pipeline", "deterministic", settings.deterministic);
-    reader.read(pipeline, "/pipeline", "min_counts_per_cell", settings.min_counts_per_cell);
+    for (const auto& [key, node] : pipeline.items()) {
+        const std::string where = "/pipeline/" + key;
+        const SettingSpec* spec = find_setting(key);
+        if (!spec) reader.fail(where, "unknown setting");
+        if (version == 1 && key == "markers" && node.is_string() && node.get<std::string>().empty()) {
+            settings.run_markers = false;  // version 1 wrote "" for "no markers"
+            continue;
+        }
+        SettingValue value;
+        switch (spec->kind) {
+            case SettingKind::Integer: value = reader.value<std::int64_t>(node, where); break;
+            case SettingKind::Real: value = reader.value<double>(node, where); break;
+            case SettingKind::Flag: value = reader.value<bool>(node, where); break;
+            case SettingKind::Choice: value = reader.value<std::string>(node, where); break;
+        }
+        try {
+            set_setting(settings, *spec, value);
+        } catch (const std::invalid_argument& error) {
+            reader.fail(where, error.what());
+        }
+    }
     try {
         settings.validate();
     } catch (const std::invalid_argument& error) {

@@ -55,7 +55,7 @@ struct SessionAnnotation {
 
 /// Everything a session file holds.
 struct SessionState {
-    static constexpr int k_version = 1;  ///< format version written; load accepts <= this
+    static constexpr int k_version = 2;  ///< format version written; load accepts <= this
 
     std::string dataset;               ///< path of the dataset (or of an exported h5ad)
     bool has_results = false;          ///< the pipeline had run: reopening re-runs it

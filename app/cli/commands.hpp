@@ -14,6 +14,8 @@ void add_convert_command(CLI::App& app, int& exit_code);
 void add_synth_command(CLI::App& app, int& exit_code);
 void add_devices_command(CLI::App& app, int& exit_code);
 void add_run_command(CLI::App& app, int& exit_code);
+/// `settings`: the table of the pipeline settings (settings_schema.hpp).
+void add_settings_command(CLI::App& app, int& exit_code);
 void add_filter_command(CLI::App& app, int& exit_code);
 
 /// Runs `body`, mapping Fathom's typed errors to exit codes and printing

@@ -43,6 +43,7 @@ int main(int argc, char** argv) {
     add_synth_command(app, exit_code);
     add_devices_command(app, exit_code);
     add_run_command(app, exit_code);
+    add_settings_command(app, exit_code);
     add_filter_command(app, exit_code);
     try {
         app.parse(argc, argv);

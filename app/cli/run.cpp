@@ -2,6 +2,8 @@
 #include <cstdio>
 #include <iomanip>
 #include <iostream>
+#include <map>
+#include <variant>
 #include <thread>
 #include <unistd.h>
 
@@ -9,9 +11,9 @@
 
 #include "app/cli/commands.hpp"
 #include "app/cli/jobs.hpp"
-#include "core/algo/knn.hpp"
 #include "core/engine/Engine.hpp"
 #include "core/engine/csv_export.hpp"
+#include "core/engine/settings_schema.hpp"
 #include "core/types/atomic_file.hpp"
 #include "gpu/provider.hpp"
 
@@ -80,84 +82,117 @@ nlohmann::json timings_json(const JobStatus& status) {
     return steps;
 }
 
+/// The option of `spec` as the user knows it: its own flag, else the flag of a value
+/// that switches it on ("--leiden" for run_leiden).
+std::string option_of(const SettingSpec& spec) {
+    if (!spec.cli_flag.empty()) return spec.cli_flag;
+    for (const auto& other : pipeline_settings_schema())
+        if (other.switch_name == spec.name && !other.cli_flag.empty()) return other.cli_flag;
+    return spec.name;
+}
+
+/// The settings the command line asks for. The CLI runs only the steps asked for: every
+/// step switch starts off; a value option turns its step on when the step has no flag
+/// of its own (--neighbors K, --leiden R, --markers M) and needs that flag otherwise
+/// (--umap-components needs --umap).
+PipelineSettings settings_from_command_line(const CLI::App& command, const std::map<std::string, std::string>& values,
+                                            const std::map<std::string, bool>& flags) {
+    PipelineSettings settings;
+    const auto& schema = pipeline_settings_schema();
+    for (const auto& spec : schema)
+        if (spec.step_switch) spec.set(settings, false);
+    for (const auto& spec : schema) {
+        if (spec.cli_flag.empty() || command.count(spec.cli_flag) == 0) continue;
+        if (spec.kind == SettingKind::Flag) {
+            set_setting(settings, spec, flags.at(spec.name));
+        } else {
+            set_setting(settings, spec, parse_setting_value(spec, values.at(spec.name)));
+        }
+        if (spec.switch_name.empty()) continue;
+        const SettingSpec& step = *find_setting(spec.switch_name);
+        if (step.cli_flag.empty())
+            step.set(settings, true);
+        else if (command.count(step.cli_flag) == 0)
+            throw std::invalid_argument(spec.cli_flag + " needs " + step.cli_flag);
+    }
+    for (const auto& spec : schema) {
+        if (spec.requires_switch.empty() || !std::get<bool>(spec.get(settings))) continue;
+        const SettingSpec& needed = *find_setting(spec.requires_switch);
+        if (!std::get<bool>(needed.get(settings)))
+            throw std::invalid_argument(option_of(spec) + " needs " + option_of(needed));
+    }
+    settings.validate();
+    return settings;
+}
+
 }  // namespace
 
 void add_run_command(CLI::App& app, int& exit_code) {
     auto* command = app.add_subcommand("run", "Run the analysis pipeline and write the annotated h5ad");
     struct Args {
         std::string input, output, report, export_csv, devices = EngineConfig{}.devices;
-        PipelineSettings settings;
         bool no_matrix = false;
         double memory_budget_gb = 0.0;
-        std::optional<int> neighbors;
-        bool umap = false;
-        std::optional<double> leiden;
-        std::string markers;
+        /// Text of every value option given and the state of every flag, by setting name
+        /// (std::map: stable addresses for CLI11).
+        std::map<std::string, std::string> values;
+        std::map<std::string, bool> flags;
+        bool print_settings = false;
     };
     auto args = std::make_shared<Args>();
-    const PipelineSettings defaults;
     command->add_option("IN", args->input, "h5ad, 10x HDF5, Matrix Market folder or .mtx file")->required();
     command->add_option("--out", args->output, "output .h5ad")->required();
-    command->add_option("--recipe", args->settings.recipe, "zheng17, seurat or none (X already processed)")
-        ->check(CLI::IsMember({"zheng17", "seurat", "none"}))
-        ->default_str(defaults.recipe);
-    command->add_option("--n-top-genes", args->settings.num_top_genes, "highly variable genes kept by the recipe")
-        ->default_str(std::to_string(defaults.num_top_genes));
-    command->add_option("--n-pcs", args->settings.num_pcs, "PCA components")->default_str(std::to_string(defaults.num_pcs));
-    command->add_option("--min-counts-per-cell", args->settings.min_counts_per_cell,
-                        "drop cells with fewer total counts before the recipe (sc.pp.filter_cells(min_counts))");
+    // The pipeline's options, one per setting of the schema (core/engine/settings_schema.hpp).
+    const PipelineSettings defaults;
+    for (const SettingSpec& spec : pipeline_settings_schema()) {
+        if (spec.cli_flag.empty()) continue;
+        if (spec.kind == SettingKind::Flag) {
+            command->add_flag(spec.cli_flag, args->flags[spec.name], spec.help);
+            continue;
+        }
+        std::string help = spec.help;
+        if (spec.kind == SettingKind::Choice) {
+            help += " (";
+            for (std::size_t index = 0; index < spec.choices.size(); ++index)
+                help += (index ? ", " : "") + spec.choices[index].name;
+            help += ")";
+        }
+        const SettingSpec* described = &spec;
+        command->add_option(spec.cli_flag, args->values[spec.name], help)
+            ->check(CLI::Validator(
+                [described](std::string& text) {
+                    try {
+                        parse_setting_value(*described, text);
+                        return std::string();
+                    } catch (const std::invalid_argument& error) {
+                        return std::string(error.what());
+                    }
+                },
+                ""))
+            ->default_str(format_setting_value(spec, spec.get(defaults)));
+    }
     command->add_option("--devices", args->devices, "cpu, cpu:N (N shards) or cuda:0,1,...")->default_str(args->devices);
     command->add_option("--memory-budget", args->memory_budget_gb,
                         "GiB of raw matrix to load into memory; larger ones are streamed from the file "
                         "(0 = half the RAM, -1 = always stream)")
         ->default_str("0");
-    command->add_option("--neighbors", args->neighbors, "compute the kNN graph with this many neighbours (e.g. 15)");
-    command->add_option("--knn-method", args->settings.knn_method,
-                        "kNN search: auto (exact below 8192 cells, else ivf), exact, ivf, nndescent or hnsw")
-        ->check(CLI::Validator(
-            [](std::string& name) {
-                // parse_knn_method's message minus its "--knn-method: " prefix, which CLI11 adds.
-                const std::string option = "--knn-method";
-                try {
-                    parse_knn_method(name, option);
-                    return std::string();
-                } catch (const std::invalid_argument& error) {
-                    return std::string(error.what()).substr(option.size() + 2);
-                }
-            },
-            "auto|exact|ivf|nndescent|hnsw"))
-        ->default_str(defaults.knn_method);
-    command->add_flag("--umap", args->umap, "compute UMAP (needs --neighbors)");
-    command->add_option("--umap-components", args->settings.umap_components,
-                        "UMAP dimensions (n_components; 3 for the explorer's 3-D view)")
-        ->default_str(std::to_string(defaults.umap_components));
-    command->add_option("--leiden", args->leiden, "Leiden clustering at this resolution (needs --neighbors)");
-    command->add_option("--markers", args->markers, "marker genes per Leiden cluster: t-test or wilcoxon")
-        ->check(CLI::IsMember({"t-test", "wilcoxon"}));
-    command->add_option("--seed", args->settings.seed, "random seed of every randomised step")->default_str("0");
-    command->add_flag("--deterministic", args->settings.deterministic,
-                      "bit-for-bit reproducible kNN graph and UMAP for a seed at any thread count "
-                      "(an HNSW index built by one thread, deterministic UMAP SGD; slower)");
+    command->add_flag("--print-settings", args->print_settings,
+                      "print the pipeline settings this command line means (JSON, by setting name) and exit "
+                      "without reading IN");
     command->add_flag("--no-matrix", args->no_matrix, "omit X from the output (annotations only)");
     command->add_option("--report", args->report, "write per-step wall time, CPU time and peak RSS as JSON");
     command->add_option("--export-csv", args->export_csv,
                         "also write Loupe-style CSVs (UMAP, every categorical obs column) and the marker table into this folder");
     command->callback([&exit_code, args, command] {
         exit_code = guarded([&] {
-            auto& settings = args->settings;
-            settings.run_neighbors = args->neighbors.has_value();
-            if (args->neighbors) settings.num_neighbors = *args->neighbors;
-            settings.run_umap = args->umap;
-            settings.run_leiden = args->leiden.has_value();
-            if (args->leiden) settings.resolution = *args->leiden;
-            settings.markers = args->markers;
-            if (command->count("--umap-components") > 0 && !settings.run_umap)
-                throw std::invalid_argument("--umap-components needs --umap");
-            if ((settings.run_umap || settings.run_leiden) && !settings.run_neighbors)
-                throw std::invalid_argument("--umap and --leiden need --neighbors K");
-            if (!settings.markers.empty() && !settings.run_leiden)
-                throw std::invalid_argument("--markers needs --leiden RESOLUTION (markers compare Leiden clusters)");
-            settings.validate();
+            const PipelineSettings settings = settings_from_command_line(*command, args->values, args->flags);
+            if (args->print_settings) {
+                nlohmann::json printed = nlohmann::json::object();
+                for (const auto& spec : pipeline_settings_schema())
+                    printed[spec.name] = std::visit([](const auto& value) { return nlohmann::json(value); }, spec.get(settings));
+                std::cout << printed.dump(2) << "\n";
+                return static_cast<int>(Ok);
+            }
             if (!args->output.ends_with(".h5ad")) throw std::invalid_argument("--out must name a .h5ad file");
 
             std::optional<InterruptScope> interrupt(std::in_place);
@@ -173,7 +208,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
             nlohmann::json report = {{"input", args->input},
                                      {"output", args->output},
                                      {"devices", args->devices},
-                                     {"recipe", settings.recipe},
+                                     {"recipe", recipe_definition(settings.recipe).name},
                                      {"steps", nlohmann::json::array()}};
             const auto step = [&](const JobHandle& handle) {
                 const JobStatus status = follow(handle, printer);
@@ -220,6 +255,15 @@ void add_run_command(CLI::App& app, int& exit_code) {
                           << entry["peak_rss_bytes"].get<std::int64_t>() / (1024 * 1024) << " MiB\n";
             return static_cast<int>(Ok);
         });
+    });
+}
+
+void add_settings_command(CLI::App& app, int& exit_code) {
+    auto* command = app.add_subcommand("settings", "List the pipeline settings of `run` (Markdown table: setting, "
+                                                   "option, default, values, meaning)");
+    command->callback([&exit_code] {
+        std::cout << settings_markdown_table();
+        exit_code = Ok;
     });
 }
 

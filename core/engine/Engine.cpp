@@ -6,7 +6,6 @@
 #include <unistd.h>
 #include <unordered_map>
 
-#include "core/algo/knn.hpp"
 #include "core/data/GeneLookup.hpp"
 #include "core/engine/detail/DevicePlacement.hpp"
 #include "core/engine/detail/EngineState.hpp"
@@ -15,29 +14,6 @@
 #include "core/io/h5ad_writer.hpp"
 
 namespace fathom {
-
-void PipelineSettings::validate() const {
-    const auto fail = [](const std::string& field, const std::string& rule) {
-        throw std::invalid_argument("PipelineSettings::" + field + " " + rule);
-    };
-    if (recipe != "zheng17" && recipe != "seurat" && recipe != "none")
-        fail("recipe", "must be zheng17, seurat or none (got '" + recipe + "')");
-    if (num_top_genes < 1) fail("num_top_genes", "must be >= 1");
-    if (num_pcs < 1) fail("num_pcs", "must be >= 1");
-    if (num_neighbors < 2) fail("num_neighbors", "must be >= 2");
-    parse_knn_method(knn_method, "PipelineSettings::knn_method");  // throws naming the field
-    if (!(min_dist >= 0.0)) fail("min_dist", "must be >= 0");
-    if (!(spread > 0.0)) fail("spread", "must be > 0");
-    if (min_dist > spread) fail("min_dist", "must be <= spread");
-    if (umap_epochs < 0) fail("umap_epochs", "must be >= 0 (0 = default)");
-    if (umap_components < 1 || umap_components > 8)
-        fail("umap_components", "must be in [1, 8] (got " + std::to_string(umap_components) + ")");
-    if (!(resolution > 0.0)) fail("resolution", "must be > 0");
-    if (!markers.empty() && markers != "t-test" && markers != "wilcoxon")
-        fail("markers", "must be t-test, wilcoxon or empty (got '" + markers + "')");
-    if (!(min_counts_per_cell >= 0.0)) fail("min_counts_per_cell", "must be >= 0");
-    if ((run_umap || run_leiden) && !run_neighbors) fail("run_neighbors", "is required by UMAP and Leiden");
-}
 
 namespace {
 

@@ -146,10 +146,11 @@ Pending<MaskMarkers> Engine::mask_markers(std::vector<std::uint8_t> group, std::
         if (!data) throw std::invalid_argument("markers: no dataset is open");
         // The compute queue owns the cache: this job runs between pipeline jobs.
         const auto& cache = state->cache;
-        if (!cache.scale_key || !cache.hvg_block)
+        const detail::ScaleStepResult* scaled = cache.scale.current();
+        if (!scaled)
             throw std::invalid_argument("markers: run the pipeline first (markers compare the log-normalised "
                                         "highly variable genes)");
-        const std::size_t num_cells = cache.block_cells.size();
+        const std::size_t num_cells = scaled->block_cells.size();
         if (group.size() != num_cells)
             throw std::invalid_argument("markers: the selection has " + std::to_string(group.size()) +
                                         " flags for the analysis's " + std::to_string(num_cells) + " cells");
@@ -185,9 +186,9 @@ Pending<MaskMarkers> Engine::mask_markers(std::vector<std::uint8_t> group, std::
         rank_options.num_genes = options.num_genes;
         validate(rank_options);
         const std::vector<std::string> names = {"selection", reference_name};
-        const RankGenesGroupsResult result = rank_genes_groups(*cache.hvg_block, labels, names, rank_options, ctx);
+        const RankGenesGroupsResult result = rank_genes_groups(scaled->hvg_block, labels, names, rank_options, ctx);
         auto out = std::make_shared<MaskMarkers>();
-        out->markers = detail::marker_group(result.groups.front(), data->meta.var.index(), cache.hvg_genes);
+        out->markers = detail::marker_group(result.groups.front(), data->meta.var.index(), cache.hvg.current()->hvg_genes);
         out->reference = reference_name;
         out->method = options.method;
         out->num_group_cells = in_group;

@@ -1,11 +1,10 @@
 // The staged analysis pipeline run by Engine::run, and the snapshot / export views of
-// its results. Each stage is cached with a key made of every setting it depends on
-// (its own and those upstream), so a run recomputes exactly the stages whose key
-// changed and everything after them.
+// its results. Each step is a StepState (detail/StepState.hpp) holding the Options it
+// ran with and the versions of the steps it read, so a run recomputes exactly the steps
+// whose Options changed and everything after them.
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <sstream>
 
 #include "core/algo/leiden.hpp"
 #include "core/algo/markers.hpp"
@@ -14,6 +13,7 @@
 #include "core/engine/detail/DevicePlacement.hpp"
 #include "core/engine/detail/EngineState.hpp"
 #include "core/engine/palette.hpp"
+#include "core/engine/settings_schema.hpp"
 #include "core/io/RowSource.hpp"
 
 namespace fathom::detail {
@@ -21,16 +21,6 @@ namespace fathom::detail {
 namespace {
 
 constexpr double k_nan = std::numeric_limits<double>::quiet_NaN();
-
-std::string key_of(const std::string& upstream, const std::string& own) { return upstream + "|" + own; }
-
-template <typename... Parts>
-std::string join_key(const Parts&... parts) {
-    std::ostringstream out;
-    out.precision(17);
-    ((out << parts << ';'), ...);
-    return out.str();
-}
 
 /// Row indices of the kept flags, composed with the previous mapping.
 std::vector<std::int64_t> compose(const std::vector<std::int64_t>& previous, const std::vector<std::uint8_t>& keep) {
@@ -55,31 +45,75 @@ CsrShard to_square(const CsrGraph& graph) {
     return shard;
 }
 
-Zheng17Options zheng17_options(const PipelineSettings& settings, const LoadedData& data) {
+Zheng17Options zheng17_options(const PreprocessOptions& preprocess, std::int64_t num_top_genes) {
     Zheng17Options options;
+    options.integer_dtype = preprocess.integer_dtype;
+    options.num_top_genes = num_top_genes;
+    options.pca.reset();  // the engine runs PCA as its own step
+    return options;
+}
+
+// ---- the Options of each step, from the settings ----
+
+PreprocessOptions preprocess_options(const PipelineSettings& settings, const LoadedData& data) {
+    PreprocessOptions options;
+    options.recipe = settings.recipe;
+    options.min_counts_per_cell = settings.min_counts_per_cell;
     // scanpy keeps an h5ad's integer X as integers, which changes normalize_total's
     // arithmetic (float64); its 10x and Matrix Market readers give float32.
     options.integer_dtype = data.meta.format == DatasetFormat::H5ad &&
                             (data.meta.stored_type == ValueType::Int32 || data.meta.stored_type == ValueType::Int64);
-    options.num_top_genes = settings.num_top_genes;
-    options.pca.reset();  // the engine runs PCA as its own stage
     return options;
 }
 
-// ---- stages ----
+HvgStepOptions hvg_options(const PipelineSettings& settings) {
+    HvgStepOptions options;
+    options.hvg = recipe_definition(settings.recipe).hvg;
+    if (options.hvg) options.hvg->num_top_genes = settings.num_top_genes;
+    return options;
+}
 
-/// Cell pre-filter + the recipe up to HVG selection. Output: cache.normalized.
+PcaOptions pca_options(const PipelineSettings& settings) {
+    PcaOptions options = settings.pca;
+    options.seed = settings.seed;
+    return options;
+}
+
+NeighborsOptions neighbors_options(const PipelineSettings& settings, int num_shards) {
+    NeighborsOptions options;
+    options.knn = settings.neighbors;
+    options.knn.seed = settings.seed;
+    options.knn.num_partitions = std::max(1, num_shards);
+    // Parallel HNSW insertion makes the graph depend on thread timing.
+    options.knn.hnsw_parallel_build = !settings.deterministic;
+    return options;
+}
+
+UmapOptions umap_options(const PipelineSettings& settings, bool accelerated) {
+    UmapOptions options = settings.umap;
+    options.seed = settings.seed;
+    // On GPUs: the deterministic SGD, run by the device (same epochs as the CPU's).
+    if (settings.deterministic || accelerated) options.parallelism = UmapParallelism::Deterministic;
+    return options;
+}
+
+LeidenOptions leiden_options(const PipelineSettings& settings) {
+    LeidenOptions options = settings.leiden;
+    options.seed = settings.seed;
+    return options;
+}
+
+// ---- steps ----
+
 /// Out-of-core Zheng17 up to HVG selection, from the first pass's statistics:
 /// filter_genes(min_counts=1), then the moments of normalize_total's output
 /// (target = median of the non-zero totals) as target * sum(x / total) — the same
 /// quantities the in-memory path computes, up to float32 rounding of the scaled values.
-void run_streamed_preprocess(Engine::State& state, const LoadedData& data, const PipelineSettings& settings,
-                             JobContext& ctx) {
-    auto& cache = state.cache;
-    state.begin_step(ctx, "preprocess");
-    if (settings.recipe != "zheng17" || settings.min_counts_per_cell > 0.0)
-        throw std::invalid_argument("PipelineSettings::recipe: datasets streamed from their file (larger than the "
-                                    "memory budget) support recipe zheng17 without a cell pre-filter only");
+PreprocessResult run_streamed_preprocess(const LoadedData& data, const PreprocessOptions& options) {
+    if (options.recipe != Recipe::Zheng17 || options.min_counts_per_cell > 0.0)
+        throw std::invalid_argument("recipe: datasets streamed from their file (larger than the memory budget) "
+                                    "support recipe zheng17 without a cell pre-filter (min_counts) only");
+    PreprocessResult out;
     const auto& stats = data.streamed_stats;
     const auto num_cells = static_cast<double>(data.meta.shape.num_cells);
     // normalize_total's target: the median of the non-zero totals (float32 unless X is
@@ -88,7 +122,7 @@ void run_streamed_preprocess(Engine::State& state, const LoadedData& data, const
     for (double total : stats.qc.total_counts)
         if (total > 0.0) nonzero_totals.push_back(total);
     double target = 0.0;
-    if (zheng17_options(settings, data).integer_dtype) {
+    if (options.integer_dtype) {
         std::sort(nonzero_totals.begin(), nonzero_totals.end());
         const std::size_t middle = nonzero_totals.size() / 2;
         target = nonzero_totals.size() % 2 ? nonzero_totals[middle]
@@ -96,211 +130,154 @@ void run_streamed_preprocess(Engine::State& state, const LoadedData& data, const
     } else {
         target = median_float32(std::vector<float>(nonzero_totals.begin(), nonzero_totals.end()));
     }
-    cache.streamed_target = target;
-    cache.kept_cells = iota_rows(data.meta.shape.num_cells);
-    cache.kept_genes.clear();
-    std::vector<double> means, variances;
+    out.streamed_target = target;
+    out.kept_cells = iota_rows(data.meta.shape.num_cells);
     for (std::size_t gene = 0; gene < stats.qc.gene_total_counts.size(); ++gene) {
         if (stats.qc.gene_total_counts[gene] < 1.0) continue;
-        cache.kept_genes.push_back(static_cast<std::int64_t>(gene));
+        out.kept_genes.push_back(static_cast<std::int64_t>(gene));
         const double sum = target * stats.sum_inverse_total[gene];
         const double sum_squares = target * target * stats.sum_squares_inverse_total[gene];
-        means.push_back(sum / num_cells);
-        variances.push_back(std::max(0.0, (sum_squares - sum * sum / num_cells) / (num_cells - 1.0)));
+        out.streamed_means.push_back(sum / num_cells);
+        out.streamed_variances.push_back(std::max(0.0, (sum_squares - sum * sum / num_cells) / (num_cells - 1.0)));
     }
-    cache.n_counts_all = stats.qc.total_counts;
-    cache.normalized.reset();
-    cache.zheng17.reset();
-    cache.streamed_means = std::move(means);
-    cache.streamed_variances = std::move(variances);
+    out.n_counts_all = stats.qc.total_counts;
+    return out;
 }
 
-void run_preprocess(Engine::State& state, const LoadedData& data, const PipelineSettings& settings,
-                    JobContext& ctx) {
-    if (data.streamed) return run_streamed_preprocess(state, data, settings, ctx);
-    auto& cache = state.cache;
-    state.begin_step(ctx, "preprocess");
+/// Cell pre-filter + the recipe up to gene selection (recipe_definition's filters and
+/// normalisation).
+PreprocessResult run_preprocess(const LoadedData& data, const PreprocessOptions& options, std::int64_t num_top_genes,
+                                JobContext& ctx) {
+    if (data.streamed) return run_streamed_preprocess(data, options);
+    PreprocessResult out;
     ShardSet shards;
     std::vector<std::int64_t> cells = iota_rows(data.raw.num_cells());
     std::vector<std::int64_t> genes = iota_rows(data.raw.num_genes());
-    cache.n_counts_all.clear();
-    cache.zheng17.reset();
-    if (settings.recipe == "zheng17" && settings.min_counts_per_cell <= 0.0) {
+    if (options.recipe == Recipe::Zheng17 && options.min_counts_per_cell <= 0.0) {
         // recipe_zheng17 up to the dispersion statistics, on the raw shards and without a
         // normalised copy: filter_genes(min_counts=1) and the cell totals from the QC
         // (the recipe needs integer counts, see run_pipeline); the scale step copies
         // only the HVG columns.
-        cache.normalized.reset();
         std::lock_guard lock(data.raw_mutex);
-        Zheng17Moments moments = zheng17_moments(data.raw, zheng17_options(settings, data), ctx, &data.qc);
-        cache.kept_cells = std::move(cells);
-        cache.kept_genes = compose(genes, moments.gene_filter.keep);
-        cache.n_counts_all = moments.normalization.counts_per_cell;
-        cache.zheng17 = std::move(moments);
-        return;
+        Zheng17Moments moments = zheng17_moments(data.raw, zheng17_options(options, num_top_genes), ctx, &data.qc);
+        out.kept_cells = std::move(cells);
+        out.kept_genes = compose(genes, moments.gene_filter.keep);
+        out.n_counts_all = moments.normalization.counts_per_cell;
+        out.zheng17 = std::move(moments);
+        return out;
     }
     {
         std::lock_guard lock(data.raw_mutex);
         shards = data.raw.clone();
     }
-    if (settings.min_counts_per_cell > 0.0) {
-        FilterCellsOptions options;
-        options.min_counts = settings.min_counts_per_cell;
-        const FilterResult filter = filter_cells(shards, options, ctx);
+    if (options.min_counts_per_cell > 0.0) {
+        FilterCellsOptions filter_options;
+        filter_options.min_counts = options.min_counts_per_cell;
+        const FilterResult filter = filter_cells(shards, filter_options, ctx);
         apply_cell_filter(shards, filter, ctx);
         cells = compose(cells, filter.keep);
     }
-    if (settings.recipe == "zheng17") {
+    const RecipeDefinition& recipe = recipe_definition(options.recipe);
+    if (options.recipe == Recipe::Zheng17) {
         // recipe_zheng17, first part: filter_genes(min_counts=1);
         // normalize_total(key_added='n_counts_all').
-        const Zheng17Preprocessed pre = zheng17_preprocess(shards, zheng17_options(settings, data), ctx);
+        const Zheng17Preprocessed pre = zheng17_preprocess(shards, zheng17_options(options, num_top_genes), ctx);
         genes = compose(genes, pre.gene_filter.keep);
-        cache.n_counts_all = pre.normalization.counts_per_cell;
-    } else if (settings.recipe == "seurat") {
-        // scanpy 1.9 recipe_seurat, first half: filter_cells(min_genes=200);
-        // filter_genes(min_cells=3); normalize_total(target_sum=1e4).
-        const SeuratRecipeOptions defaults;
-        FilterCellsOptions cell_options;
-        cell_options.min_genes = defaults.min_genes;
-        const FilterResult cell_filter = filter_cells(shards, cell_options, ctx);
-        apply_cell_filter(shards, cell_filter, ctx);
-        cells = compose(cells, cell_filter.keep);
-        FilterGenesOptions gene_options;
-        gene_options.min_cells = defaults.min_cells;
-        const FilterResult gene_filter = filter_genes(shards, gene_options, ctx);
-        apply_gene_filter(shards, gene_filter, ctx);
-        genes = compose(genes, gene_filter.keep);
-        NormalizeTotalOptions normalize_options;
-        normalize_options.target_sum = defaults.target_sum;
-        normalize_total(shards, normalize_options, ctx);
+        out.n_counts_all = pre.normalization.counts_per_cell;
+    } else {
+        if (recipe.filter_cells) {
+            const FilterResult cell_filter = filter_cells(shards, *recipe.filter_cells, ctx);
+            apply_cell_filter(shards, cell_filter, ctx);
+            cells = compose(cells, cell_filter.keep);
+        }
+        if (recipe.filter_genes) {
+            const FilterResult gene_filter = filter_genes(shards, *recipe.filter_genes, ctx);
+            apply_gene_filter(shards, gene_filter, ctx);
+            genes = compose(genes, gene_filter.keep);
+        }
+        if (recipe.normalize) normalize_total(shards, *recipe.normalize, ctx);
     }
-    cache.normalized = std::move(shards);
-    cache.kept_cells = std::move(cells);
-    cache.kept_genes = std::move(genes);
+    out.normalized = std::move(shards);
+    out.kept_cells = std::move(cells);
+    out.kept_genes = std::move(genes);
+    return out;
 }
 
-/// HVG selection on cache.normalized.
-void run_hvg(Engine::State& state, const LoadedData& data, const PipelineSettings& settings, JobContext& ctx) {
-    auto& cache = state.cache;
-    state.begin_step(ctx, "hvg");
-    cache.hvg_genes.clear();
-    if (settings.recipe == "none") {
-        cache.hvg = HvgResult{};
-        cache.hvg_genes = cache.kept_genes;
-        return;
+/// Gene selection on the preprocessed matrix.
+HvgStepResult run_hvg(const PreprocessResult& pre, const HvgStepOptions& options, JobContext& ctx) {
+    HvgStepResult out;
+    if (!options.hvg) {
+        out.hvg_genes = pre.kept_genes;
+        return out;
     }
-    HvgOptions options;
-    if (settings.recipe == "zheng17") {
-        options = zheng17_hvg_options(zheng17_options(settings, data));
-    } else {
-        options = SeuratRecipeOptions{}.hvg;
-    }
-    options.num_top_genes = settings.num_top_genes;
-    if (cache.zheng17) {
+    const HvgOptions& hvg = *options.hvg;
+    if (pre.zheng17) {
         ctx.begin_stage("highly_variable_genes");
-        cache.hvg = highly_variable_genes(cache.zheng17->normalized_stats, static_cast<std::int64_t>(cache.kept_cells.size()),
-                                          options);
-    } else if (cache.normalized) {
-        validate(options, cache.normalized->shape());
-        cache.hvg = highly_variable_genes(*cache.normalized, options, ctx);
+        out.hvg = highly_variable_genes(pre.zheng17->normalized_stats, static_cast<std::int64_t>(pre.kept_cells.size()), hvg);
+    } else if (pre.normalized) {
+        validate(hvg, pre.normalized->shape());
+        out.hvg = highly_variable_genes(*pre.normalized, hvg, ctx);
     } else {
         // Streamed: the moments came from the first pass.
-        validate(options, MatrixShape{static_cast<std::int64_t>(cache.kept_cells.size()),
-                                      static_cast<std::int64_t>(cache.kept_genes.size())});
-        cache.hvg = select_by_dispersion(cache.streamed_means, cache.streamed_variances, options);
+        validate(hvg, MatrixShape{static_cast<std::int64_t>(pre.kept_cells.size()),
+                                  static_cast<std::int64_t>(pre.kept_genes.size())});
+        out.hvg = select_by_dispersion(pre.streamed_means, pre.streamed_variances, hvg);
     }
-    for (std::size_t gene = 0; gene < cache.hvg.highly_variable.size(); ++gene)
-        if (cache.hvg.highly_variable[gene]) cache.hvg_genes.push_back(cache.kept_genes[gene]);
+    for (std::size_t gene = 0; gene < out.hvg.highly_variable.size(); ++gene)
+        if (out.hvg.highly_variable[gene]) out.hvg_genes.push_back(pre.kept_genes[gene]);
+    return out;
 }
 
-/// Subset to the HVGs, renormalise (zheng17), log1p, scale. Output: cache.hvg_block.
-void run_scale(Engine::State& state, const LoadedData& data, const PipelineSettings& settings, JobContext& ctx) {
-    auto& cache = state.cache;
-    state.begin_step(ctx, "scale");
+/// Subset to the HVGs, then the rest of the recipe (renormalise, log1p, scale).
+ScaleStepResult run_scale(const LoadedData& data, const PreprocessResult& pre, const HvgStepResult& selected,
+                          const ScaleStepOptions& options, JobContext& ctx) {
+    ScaleStepResult out;
+    const RecipeDefinition& recipe = recipe_definition(options.recipe);
+    Zheng17Options zheng17;
+    zheng17.integer_dtype = options.integer_dtype;
     if (data.streamed) {
         // Second pass: normalise every row as the in-memory path does, keep the HVG
         // columns as shards, then the last part of the recipe on them.
         std::vector<std::uint8_t> keep(static_cast<std::size_t>(data.meta.shape.num_genes), 0);
-        for (auto gene : cache.hvg_genes) keep[static_cast<std::size_t>(gene)] = 1;
+        for (auto gene : selected.hvg_genes) keep[static_cast<std::size_t>(gene)] = 1;
         io::OpenedDataset reopened = io::open_dataset(data.meta.path);
         const auto ranges = plan_row_ranges(data.row_offsets, std::max(1, data.devices.num_shards()), data.devices.balance);
         NormalizeTotalOptions normalization;
-        normalization.target_sum = cache.streamed_target;
-        normalization.integer_dtype = zheng17_options(settings, data).integer_dtype;
+        normalization.target_sum = pre.streamed_target;
+        normalization.integer_dtype = options.integer_dtype;
         ShardSet block = stream_gene_block(*reopened.source, normalization, keep, ranges, ctx);
-        cache.scaling = zheng17_finish(block, zheng17_options(settings, data), ctx).scaling;
-        cache.hvg_block = std::move(block);
-        cache.block_cells = cache.kept_cells;
-        return;
+        out.scaling = zheng17_finish(block, zheng17, ctx).scaling;
+        out.hvg_block = std::move(block);
+        out.block_cells = pre.kept_cells;
+        return out;
     }
     // The HVG columns only: the other genes are never copied.
     ShardSet block;
-    if (cache.zheng17) {
+    if (pre.zheng17) {
         std::lock_guard lock(data.raw_mutex);
-        block = zheng17_hvg_block(data.raw, *cache.zheng17, cache.hvg, ctx);
+        block = zheng17_hvg_block(data.raw, *pre.zheng17, selected.hvg, ctx);
     } else {
-        block = settings.recipe != "none" ? cache.normalized->clone_columns(cache.hvg.highly_variable, ctx)
-                                          : cache.normalized->clone();
+        block = recipe.hvg ? pre.normalized->clone_columns(selected.hvg.highly_variable, ctx) : pre.normalized->clone();
     }
-    std::vector<std::int64_t> cells = cache.kept_cells;
-    ScaleOptions scale_options;
-    if (settings.recipe != "none") {
-        if (settings.recipe == "zheng17") {
-            // Last part of recipe_zheng17: normalize_total(); log1p; scale().
-            cache.scaling = zheng17_finish(block, zheng17_options(settings, data), ctx).scaling;
-        } else {
-            scale_options.max_value = SeuratRecipeOptions{}.max_value;
-            log1p(block, ctx);
-            cache.scaling = scale(block, scale_options, ctx);
-        }
+    if (options.recipe == Recipe::Zheng17) {
+        // Last part of recipe_zheng17: normalize_total(); log1p; scale().
+        out.scaling = zheng17_finish(block, zheng17, ctx).scaling;
+    } else if (recipe.scale) {
+        if (recipe.log1p) log1p(block, ctx);
+        out.scaling = scale(block, *recipe.scale, ctx);
     } else {
         // Data already processed: PCA centres X without scaling (pp.pca zero_center).
-        cache.scaling = scale(block, scale_options, ctx);
-        std::fill(cache.scaling.std.begin(), cache.scaling.std.end(), 1.0);
-        std::fill(cache.scaling.inv_std.begin(), cache.scaling.inv_std.end(), 1.0);
+        out.scaling = scale(block, ScaleOptions{}, ctx);
+        std::fill(out.scaling.std.begin(), out.scaling.std.end(), 1.0);
+        std::fill(out.scaling.inv_std.begin(), out.scaling.inv_std.end(), 1.0);
     }
-    cache.hvg_block = std::move(block);
-    cache.block_cells = std::move(cells);
+    out.hvg_block = std::move(block);
+    out.block_cells = pre.kept_cells;
+    return out;
 }
 
-void run_pca(Engine::State& state, const PipelineSettings& settings, JobContext& ctx) {
-    auto& cache = state.cache;
-    state.begin_step(ctx, "pca");
-    PcaOptions options;
-    options.num_components = settings.num_pcs;
-    options.seed = settings.seed;
-    validate(options, cache.hvg_block->shape());
-    const std::unique_ptr<Accelerator> accelerator = device_accelerator(state.config.device_provider.get(), *cache.hvg_block);
-    cache.pca = pca(*cache.hvg_block, cache.scaling, options, ctx, accelerator.get());
-}
-
-void run_neighbors(Engine::State& state, const PipelineSettings& settings, JobContext& ctx) {
-    auto& cache = state.cache;
-    state.begin_step(ctx, "neighbors");
-    NeighborsOptions options;
-    options.knn.num_neighbors = settings.num_neighbors;
-    options.knn.method = parse_knn_method(settings.knn_method, "PipelineSettings::knn_method");
-    options.knn.seed = settings.seed;
-    options.knn.num_partitions = std::max(1, cache.hvg_block->num_shards());
-    // Parallel HNSW insertion makes the graph depend on thread timing.
-    options.knn.hnsw_parallel_build = !settings.deterministic;
-    const std::unique_ptr<Accelerator> accelerator = device_accelerator(state.config.device_provider.get(), *cache.hvg_block);
-    validate(options, cache.pca.scores.rows(), cache.pca.scores.cols());
-    cache.neighbors = neighbors(cache.pca.scores, options, ctx, accelerator.get());
-    cache.neighbors_seed = settings.seed;
-    cache.neighbors_deterministic = settings.deterministic;
-}
-
-void run_umap(Engine::State& state, const PipelineSettings& settings, JobContext& ctx) {
-    auto& cache = state.cache;
-    state.begin_step(ctx, "umap");
-    UmapOptions options;
-    options.min_dist = settings.min_dist;
-    options.spread = settings.spread;
-    options.num_epochs = settings.umap_epochs;
-    options.num_components = settings.umap_components;
-    options.seed = settings.seed;
-    if (settings.deterministic) options.parallelism = UmapParallelism::Deterministic;
+UmapResult run_umap(Engine::State& state, const NeighborsResult& graph, const PcaResult& pca,
+                    const UmapOptions& options, const Accelerator* accelerator, JobContext& ctx) {
     // Intermediate embeddings go to the plot while the SGD runs.
     int total_epochs = 0;
     struct PlotFrames final : EmbeddingObserver {
@@ -311,32 +288,12 @@ void run_umap(Engine::State& state, const PipelineSettings& settings, JobContext
             state.publish_frame(epoch, total_epochs, false, embedding);
         }
     } frames(state, total_epochs);
-    // On GPUs: the deterministic SGD, run by the device (same epochs as the CPU's).
-    const std::unique_ptr<Accelerator> accelerator = device_accelerator(state.config.device_provider.get(), *cache.hvg_block);
-    if (accelerator) options.parallelism = UmapParallelism::Deterministic;
     validate(options);
-    const std::int64_t num_cells = cache.pca.scores.rows();
-    total_epochs = options.num_epochs > 0 ? options.num_epochs : (num_cells <= 10000 ? 500 : 200);
-    UmapResult result = umap(cache.neighbors.connectivities, cache.pca.scores, options, ctx, accelerator.get(), &frames);
+    const std::int64_t num_cells = pca.scores.rows();
+    total_epochs = options.num_epochs > 0 ? options.num_epochs : (num_cells <= kUmapDeterministicMaxCells ? 500 : 200);
+    UmapResult result = umap(graph.connectivities, pca.scores, options, ctx, accelerator, &frames);
     state.publish_frame(result.num_epochs, result.num_epochs, true, result.embedding);
-    cache.umap = std::move(result.embedding);
-    cache.umap_curve = result.curve;
-    cache.umap_deterministic = options.parallelism == UmapParallelism::Deterministic;
-    cache.umap_seed = settings.seed;
-}
-
-void run_leiden(Engine::State& state, const PipelineSettings& settings, JobContext& ctx) {
-    auto& cache = state.cache;
-    state.begin_step(ctx, "leiden");
-    LeidenOptions options;
-    options.resolution = settings.resolution;
-    options.seed = settings.seed;
-    validate(options);
-    LeidenResult result = leiden(cache.neighbors.connectivities, options, ctx);
-    cache.leiden = std::move(result.labels);
-    cache.modularity = result.modularity;
-    cache.leiden_resolution = options.resolution;
-    cache.leiden_seed = options.seed;
+    return result;
 }
 
 /// Marker genes of the Leiden clusters on the HVG block (reference 'rest'). The values
@@ -345,21 +302,19 @@ void run_leiden(Engine::State& state, const PipelineSettings& settings, JobConte
 /// scanpy's on the recipe's output, while the fold changes are real log2 fold changes
 /// (scanpy's formula applied to scaled means gives NaN wherever the rest's mean is
 /// negative, i.e. for most top markers).
-void run_markers(Engine::State& state, const LoadedData& data, const PipelineSettings& settings, JobContext& ctx) {
-    auto& cache = state.cache;
-    state.begin_step(ctx, "markers");
-    RankGenesGroupsOptions options;
-    options.method = settings.markers == "wilcoxon" ? MarkerMethod::Wilcoxon : MarkerMethod::TTest;
+std::vector<MarkerGroup> run_markers(const LoadedData& data, const ScaleStepResult& scaled, const HvgStepResult& selected,
+                                     const LeidenResult& clusters, const RankGenesGroupsOptions& options,
+                                     JobContext& ctx) {
     validate(options);
     std::int32_t num_groups = 0;
-    for (const auto label : cache.leiden) num_groups = std::max(num_groups, label + 1);
+    for (const auto label : clusters.labels) num_groups = std::max(num_groups, label + 1);
     std::vector<std::string> names;
     for (std::int32_t group = 0; group < num_groups; ++group) names.push_back(std::to_string(group));
-    const RankGenesGroupsResult result = rank_genes_groups(*cache.hvg_block, cache.leiden, names, options, ctx);
+    const RankGenesGroupsResult result = rank_genes_groups(scaled.hvg_block, clusters.labels, names, options, ctx);
     const auto& gene_names = data.meta.var.index();
-    cache.markers.clear();
-    for (const auto& group : result.groups) cache.markers.push_back(marker_group(group, gene_names, cache.hvg_genes));
-    cache.markers_method = settings.markers;
+    std::vector<MarkerGroup> out;
+    for (const auto& group : result.groups) out.push_back(marker_group(group, gene_names, selected.hvg_genes));
+    return out;
 }
 
 }  // namespace
@@ -384,57 +339,80 @@ void run_pipeline(Engine::State& state, const PipelineSettings& settings, JobCon
     const auto data = state.loaded();
     if (!data) throw std::invalid_argument("run: no dataset is open");
     auto& cache = state.cache;
-    if (settings.recipe != "none" && !data->integer_counts)
-        throw std::invalid_argument("PipelineSettings::recipe '" + settings.recipe +
+    if (settings.recipe != Recipe::None && !data->integer_counts)
+        throw std::invalid_argument(std::string("recipe '") + recipe_definition(settings.recipe).name +
                                     "' expects raw integer counts, but X holds non-integer values "
                                     "(already processed data: use recipe 'none')");
 
-    // Keys: a stage's key holds its upstream key, so a change invalidates downstream.
-    const std::string preprocess_key = join_key(settings.recipe, settings.min_counts_per_cell);
-    const std::string hvg_key = key_of(preprocess_key, join_key(settings.num_top_genes));
-    const std::string scale_key = key_of(hvg_key, "scale");
-    const std::string pca_key = key_of(scale_key, join_key(settings.num_pcs));
-    const std::string neighbors_key = key_of(pca_key, join_key(settings.num_neighbors, settings.knn_method, settings.seed,
-                                                                         settings.deterministic));
-    const std::string umap_key = key_of(neighbors_key, join_key(settings.min_dist, settings.spread, settings.umap_epochs,
-                                                                settings.umap_components, settings.seed,
-                                                                settings.deterministic));
-    const std::string leiden_key = key_of(neighbors_key, join_key(settings.resolution, settings.seed));
-
-    bool changed = false;
-    const auto stage = [&](std::optional<std::string>& cached, const std::string& key, auto&& body) {
-        if (!changed && cached && *cached == key) return;
-        changed = true;
-        cached.reset();
-        body();
-        cached = key;
-    };
-    stage(cache.preprocess_key, preprocess_key, [&] { run_preprocess(state, *data, settings, ctx); });
-    stage(cache.hvg_key, hvg_key, [&] { run_hvg(state, *data, settings, ctx); });
-    stage(cache.scale_key, scale_key, [&] { run_scale(state, *data, settings, ctx); });
-    stage(cache.pca_key, pca_key, [&] { run_pca(state, settings, ctx); });
-    if (settings.run_neighbors)
-        stage(cache.neighbors_key, neighbors_key, [&] { run_neighbors(state, settings, ctx); });
-    // Stages after neighbors depend on it but not on each other: each has its own
-    // change flag starting from the neighbors stage's.
-    const bool after_neighbors = changed;
+    // Each step re-runs when its Options or the version of a step it reads changed;
+    // steps this run does not reach stay cached but are not shown.
+    cache.deactivate();
+    cache.settings = settings;
+    auto& clock = cache.clock;
+    const auto step = [&](PipelineStep which) { state.begin_step(ctx, step_name(which)); };
+    const PreprocessOptions preprocess = preprocess_options(settings, *data);
+    cache.preprocess.update(preprocess, {}, clock, [&] {
+        step(PipelineStep::Preprocess);
+        return run_preprocess(*data, preprocess, settings.num_top_genes, ctx);
+    });
+    const auto& pre = *cache.preprocess.result();
+    cache.hvg.update(hvg_options(settings), {cache.preprocess.version()}, clock, [&] {
+        step(PipelineStep::Hvg);
+        return run_hvg(pre, hvg_options(settings), ctx);
+    });
+    const auto& selected = *cache.hvg.result();
+    cache.scale.update(ScaleStepOptions{settings.recipe, preprocess.integer_dtype},
+                       {cache.preprocess.version(), cache.hvg.version()}, clock, [&] {
+                           step(PipelineStep::Scale);
+                           return run_scale(*data, pre, selected, ScaleStepOptions{settings.recipe, preprocess.integer_dtype},
+                                            ctx);
+                       });
+    const auto& scaled = *cache.scale.result();
+    const DeviceProvider* provider = state.config.device_provider.get();
+    const PcaOptions pca = pca_options(settings);
+    cache.pca.update(pca, {cache.scale.version()}, clock, [&] {
+        step(PipelineStep::Pca);
+        validate(pca, scaled.hvg_block.shape());
+        const std::unique_ptr<Accelerator> accelerator = device_accelerator(provider, scaled.hvg_block);
+        return fathom::pca(scaled.hvg_block, scaled.scaling, pca, ctx, accelerator.get());
+    });
+    if (settings.run_neighbors) {
+        const NeighborsOptions options = neighbors_options(settings, scaled.hvg_block.num_shards());
+        cache.neighbors.update(options, {cache.pca.version()}, clock, [&] {
+            step(PipelineStep::Neighbors);
+            const auto& scores = cache.pca.result()->scores;
+            validate(options, scores.rows(), scores.cols());
+            const std::unique_ptr<Accelerator> accelerator = device_accelerator(provider, scaled.hvg_block);
+            return fathom::neighbors(scores, options, ctx, accelerator.get());
+        });
+    }
     if (settings.run_umap) {
-        changed = after_neighbors;
-        stage(cache.umap_key, umap_key, [&] { run_umap(state, settings, ctx); });
+        const std::unique_ptr<Accelerator> accelerator = device_accelerator(provider, scaled.hvg_block);
+        const UmapOptions options = umap_options(settings, accelerator != nullptr);
+        cache.umap.update(options, {cache.neighbors.version(), cache.pca.version()}, clock, [&] {
+            step(PipelineStep::Umap);
+            return run_umap(state, *cache.neighbors.result(), *cache.pca.result(), options, accelerator.get(), ctx);
+        });
     }
     if (settings.run_leiden) {
-        changed = after_neighbors;
-        stage(cache.leiden_key, leiden_key, [&] {
-            run_leiden(state, settings, ctx);
+        const LeidenOptions options = leiden_options(settings);
+        const bool ran = cache.leiden.update(options, {cache.neighbors.version()}, clock, [&] {
+            step(PipelineStep::Leiden);
+            validate(options);
+            return leiden(cache.neighbors.result()->connectivities, options, ctx);
+        });
+        if (ran) {
             // A user's edit of the previous clusters (renamed categories) no longer applies.
             std::lock_guard lock(state.mutex);
             state.annotations.erase("leiden");
-        });
-        if (!settings.markers.empty())
-            stage(cache.markers_key, key_of(leiden_key, settings.markers),
-                  [&] { run_markers(state, *data, settings, ctx); });
-        else
-            cache.markers_key.reset();
+        }
+        if (settings.run_markers)
+            cache.markers.update(settings.markers, {cache.leiden.version(), cache.scale.version(), cache.hvg.version()},
+                                 clock, [&] {
+                                     step(PipelineStep::Markers);
+                                     return run_markers(*data, scaled, selected, *cache.leiden.result(),
+                                                        settings.markers, ctx);
+                                 });
     }
 
     state.publish(build_snapshot(state, *data));
@@ -463,20 +441,25 @@ std::shared_ptr<AnalysisSnapshot> build_snapshot(const Engine::State& state, con
     summary->obs_columns = columns(data.meta.obs);
     summary->var_columns = columns(data.meta.var);
     for (const auto& [key, matrix] : data.meta.obsm) summary->obsm_keys.push_back(key);
-    const ShardSet& placed = data.streamed && cache.hvg_block ? *cache.hvg_block : data.raw;
+    const ScaleStepResult* scaled = cache.scale.current();
+    const ShardSet& placed = data.streamed && scaled ? scaled->hvg_block : data.raw;
     for (int shard = 0; shard < placed.num_shards(); ++shard) summary->devices.push_back(placed.shard(shard).name());
     summary->streamed = data.streamed;
     summary->device_note = data.device_note;
     // Shards that left their device during the run (out of memory in an in-place step).
-    const auto& working = cache.hvg_block ? cache.hvg_block : cache.normalized;
+    const PreprocessResult* pre = cache.preprocess.current();
+    const ShardSet* working = scaled ? &scaled->hvg_block : pre && pre->normalized ? &*pre->normalized : nullptr;
     if (working)
         for (const auto& note : working->device_notes())
             summary->device_note += (summary->device_note.empty() ? "" : "; ") + note;
     snapshot->dataset = summary;
 
     // Cells of the analysis: those that reached PCA, else every cell.
-    const bool analysed = cache.pca_key.has_value();
-    snapshot->cells = analysed ? cache.block_cells : iota_rows(data.meta.shape.num_cells);
+    // Only the steps of the latest run are shown (a switched-off UMAP is not).
+    const PcaResult* pca = cache.pca.current();
+    const HvgStepResult* selected = cache.hvg.current();
+    const bool analysed = pca != nullptr;
+    snapshot->cells = analysed ? scaled->block_cells : iota_rows(data.meta.shape.num_cells);
     const auto& cells = snapshot->cells;
 
     // obs: the file's columns, then QC, then the pipeline's.
@@ -492,13 +475,13 @@ std::shared_ptr<AnalysisSnapshot> build_snapshot(const Engine::State& state, con
     obs->set("total_counts", FloatColumn{per_cell(data.qc.total_counts)});
     obs->set("total_counts_mt", FloatColumn{per_cell(data.qc.total_counts_mt)});
     obs->set("pct_counts_mt", FloatColumn{per_cell(data.qc.pct_counts_mt)});
-    if (analysed && !cache.n_counts_all.empty()) {
+    if (analysed && !pre->n_counts_all.empty()) {
         // n_counts_all is per row of `normalized`; map to the final cells.
         std::vector<double> values;
         std::size_t cursor = 0;
         for (auto cell : cells) {
-            while (cache.kept_cells[cursor] != cell) ++cursor;
-            values.push_back(cache.n_counts_all[cursor]);
+            while (pre->kept_cells[cursor] != cell) ++cursor;
+            values.push_back(pre->n_counts_all[cursor]);
         }
         obs->set("n_counts_all", FloatColumn{std::move(values)});
     }
@@ -511,15 +494,16 @@ std::shared_ptr<AnalysisSnapshot> build_snapshot(const Engine::State& state, con
     var->set("total_counts", FloatColumn{data.qc.gene_total_counts});
     var->set("mt", BoolColumn{data.qc.mito_genes, {}});
     const auto num_genes = static_cast<std::size_t>(data.meta.shape.num_genes);
-    if (analysed && !cache.hvg.highly_variable.empty()) {
+    if (analysed && !selected->hvg.highly_variable.empty()) {
+        const HvgResult& hvg = selected->hvg;
         std::vector<std::uint8_t> highly_variable(num_genes, 0);
         std::vector<double> means(num_genes, k_nan), dispersions(num_genes, k_nan), norms(num_genes, k_nan);
-        for (std::size_t column = 0; column < cache.kept_genes.size(); ++column) {
-            const auto gene = static_cast<std::size_t>(cache.kept_genes[column]);
-            highly_variable[gene] = cache.hvg.highly_variable[column];
-            means[gene] = cache.hvg.means[column];
-            if (!cache.hvg.dispersions.empty()) dispersions[gene] = cache.hvg.dispersions[column];
-            if (!cache.hvg.dispersions_norm.empty()) norms[gene] = cache.hvg.dispersions_norm[column];
+        for (std::size_t column = 0; column < pre->kept_genes.size(); ++column) {
+            const auto gene = static_cast<std::size_t>(pre->kept_genes[column]);
+            highly_variable[gene] = hvg.highly_variable[column];
+            means[gene] = hvg.means[column];
+            if (!hvg.dispersions.empty()) dispersions[gene] = hvg.dispersions[column];
+            if (!hvg.dispersions_norm.empty()) norms[gene] = hvg.dispersions_norm[column];
         }
         var->set("highly_variable", BoolColumn{std::move(highly_variable), {}});
         var->set("means", FloatColumn{std::move(means)});
@@ -528,10 +512,10 @@ std::shared_ptr<AnalysisSnapshot> build_snapshot(const Engine::State& state, con
     }
     if (analysed) {
         std::vector<double> mean(num_genes, k_nan), std_dev(num_genes, k_nan);
-        for (std::size_t column = 0; column < cache.hvg_genes.size(); ++column) {
-            const auto gene = static_cast<std::size_t>(cache.hvg_genes[column]);
-            mean[gene] = cache.scaling.mean[column];
-            std_dev[gene] = cache.scaling.std[column];
+        for (std::size_t column = 0; column < selected->hvg_genes.size(); ++column) {
+            const auto gene = static_cast<std::size_t>(selected->hvg_genes[column]);
+            mean[gene] = scaled->scaling.mean[column];
+            std_dev[gene] = scaled->scaling.std[column];
         }
         var->set("mean", FloatColumn{std::move(mean)});
         var->set("std", FloatColumn{std::move(std_dev)});
@@ -542,14 +526,15 @@ std::shared_ptr<AnalysisSnapshot> build_snapshot(const Engine::State& state, con
         if (analysed && matrix.rows() != static_cast<std::int64_t>(cells.size())) continue;
         snapshot->obsm[key] = std::make_shared<DenseMatrix<float>>(matrix);
     }
-    if (analysed) snapshot->obsm["X_pca"] = std::make_shared<DenseMatrix<float>>(cache.pca.scores);
-    if (cache.umap_key) snapshot->obsm["X_umap"] = std::make_shared<DenseMatrix<float>>(cache.umap);
-    if (cache.leiden_key) {
+    if (analysed) snapshot->obsm["X_pca"] = std::make_shared<DenseMatrix<float>>(pca->scores);
+    if (const UmapResult* umap = cache.umap.current())
+        snapshot->obsm["X_umap"] = std::make_shared<DenseMatrix<float>>(umap->embedding);
+    if (const LeidenResult* clusters = cache.leiden.current()) {
         CategoricalColumn leiden;
         std::int32_t num_clusters = 0;
-        for (auto label : cache.leiden) num_clusters = std::max(num_clusters, label + 1);
+        for (auto label : clusters->labels) num_clusters = std::max(num_clusters, label + 1);
         for (std::int32_t cluster = 0; cluster < num_clusters; ++cluster) leiden.categories.push_back(std::to_string(cluster));
-        leiden.codes = cache.leiden;
+        leiden.codes = clusters->labels;
         obs->set("leiden", std::move(leiden));
         snapshot->colors["leiden"] = default_category_colors(static_cast<std::size_t>(num_clusters));
     }
@@ -563,8 +548,8 @@ std::shared_ptr<AnalysisSnapshot> build_snapshot(const Engine::State& state, con
                                             ? *strings
                                             : default_category_colors(categorical->categories.size());
     }
-    if (cache.markers_key) {
-        snapshot->markers = cache.markers;
+    if (const auto* markers = cache.markers.current()) {
+        snapshot->markers = *markers;
         snapshot->markers_groupby = "leiden";
     }
     return snapshot;
@@ -573,12 +558,12 @@ std::shared_ptr<AnalysisSnapshot> build_snapshot(const Engine::State& state, con
 /// uns['rank_genes_groups'] in scanpy's layout: params, and record arrays (one field
 /// per group, n_genes rows) of names, scores, logfoldchanges (float32), pvals and
 /// pvals_adj (float64).
-static UnsNode rank_genes_groups_uns(const AnalysisSnapshot& snapshot, const StageCache& cache) {
+static UnsNode rank_genes_groups_uns(const AnalysisSnapshot& snapshot, const std::string& method) {
     UnsNode node;
     auto& params = node["params"];
     params["groupby"] = UnsNode::leaf(snapshot.markers_groupby);
     params["reference"] = UnsNode::leaf(std::string("rest"));
-    params["method"] = UnsNode::leaf(cache.markers_method);
+    params["method"] = UnsNode::leaf(method);
     params["use_raw"] = UnsNode::leaf(false);
     params["corr_method"] = UnsNode::leaf(std::string("benjamini-hochberg"));
     std::size_t rows = snapshot.markers.front().genes.size();
@@ -602,8 +587,18 @@ static UnsNode rank_genes_groups_uns(const AnalysisSnapshot& snapshot, const Sta
     return node;
 }
 
+/// uns[...]['params'] of `step`: every setting the step depends on, by its schema name,
+/// as the latest run set it (step switches left out).
+static void write_step_params(UnsNode& params, PipelineStep step, const PipelineSettings& settings) {
+    for (const auto& spec : pipeline_settings_schema()) {
+        if (spec.step_switch || std::find(spec.steps.begin(), spec.steps.end(), step) == spec.steps.end()) continue;
+        params[spec.name] = std::visit([](const auto& value) { return UnsNode::leaf(value); }, spec.get(settings));
+    }
+}
+
 Dataset export_dataset(const Engine::State& state, const LoadedData& data, const AnalysisSnapshot& snapshot) {
     const auto& cache = state.cache;
+    const PipelineSettings settings = cache.settings.value_or(PipelineSettings{});
     Dataset out;
     out.path = data.meta.path;
     out.format = DatasetFormat::H5ad;
@@ -613,50 +608,56 @@ Dataset export_dataset(const Engine::State& state, const LoadedData& data, const
     for (const auto& [key, matrix] : snapshot.obsm) out.obsm[key] = *matrix;
     out.uns = data.meta.uns;
     for (const auto& [key, colors] : snapshot.colors) out.uns[key + "_colors"] = UnsNode::leaf(colors);
-    if (cache.pca_key) {
+    if (const PcaResult* pca = cache.pca.current()) {
         // varm['PCs']: genes x components, zero rows for genes outside the HVG block
         // (scanpy's use_highly_variable layout).
-        const auto& loadings = cache.pca.loadings;
+        const auto& hvg_genes = cache.hvg.current()->hvg_genes;
+        const auto& loadings = pca->loadings;
         DenseMatrix<float> full(data.meta.shape.num_genes, loadings.cols(), 0.0f);
-        for (std::size_t column = 0; column < cache.hvg_genes.size(); ++column)
+        for (std::size_t column = 0; column < hvg_genes.size(); ++column)
             for (std::int64_t component = 0; component < loadings.cols(); ++component)
-                full(cache.hvg_genes[column], component) = loadings(static_cast<std::int64_t>(column), component);
+                full(hvg_genes[column], component) = loadings(static_cast<std::int64_t>(column), component);
         out.varm["PCs"] = std::move(full);
-        auto& pca = out.uns["pca"];
-        pca["variance"] = UnsNode::leaf(cache.pca.variance);
-        pca["variance_ratio"] = UnsNode::leaf(cache.pca.variance_ratio);
+        write_step_params(out.uns["recipe"]["params"], PipelineStep::Preprocess, settings);
+        write_step_params(out.uns["hvg"]["params"], PipelineStep::Hvg, settings);
+        auto& node = out.uns["pca"];
+        node["variance"] = UnsNode::leaf(pca->variance);
+        node["variance_ratio"] = UnsNode::leaf(pca->variance_ratio);
+        write_step_params(node["params"], PipelineStep::Pca, settings);
     }
-    if (cache.neighbors_key) {
-        out.obsp["distances"] = to_square(cache.neighbors.distances);
-        out.obsp["connectivities"] = to_square(cache.neighbors.connectivities);
+    if (const NeighborsResult* graph = cache.neighbors.current()) {
+        out.obsp["distances"] = to_square(graph->distances);
+        out.obsp["connectivities"] = to_square(graph->connectivities);
         auto& neighbors = out.uns["neighbors"];
         neighbors["connectivities_key"] = UnsNode::leaf(std::string("connectivities"));
         neighbors["distances_key"] = UnsNode::leaf(std::string("distances"));
         auto& params = neighbors["params"];
-        params["n_neighbors"] = UnsNode::leaf(static_cast<std::int64_t>(cache.neighbors.knn.graph.num_neighbors));
+        write_step_params(params, PipelineStep::Neighbors, settings);
+        // k as used (smaller than asked on tiny data sets, as scanpy).
+        params["n_neighbors"] = UnsNode::leaf(static_cast<std::int64_t>(graph->knn.graph.num_neighbors));
         params["method"] = UnsNode::leaf(std::string("umap"));
         params["metric"] = UnsNode::leaf(std::string("euclidean"));
-        params["random_state"] = UnsNode::leaf(static_cast<std::int64_t>(cache.neighbors_seed));
-        params["deterministic"] = UnsNode::leaf(cache.neighbors_deterministic);
     }
-    if (cache.umap_key) {
-        // scanpy's uns['umap']['params'] (a, b), plus the seed and the SGD mode.
+    if (cache.umap.current()) {
+        // scanpy's uns['umap']['params'] (a, b), plus the settings and the SGD that ran.
         auto& params = out.uns["umap"]["params"];
-        params["a"] = UnsNode::leaf(cache.umap_curve.a);
-        params["b"] = UnsNode::leaf(cache.umap_curve.b);
-        params["random_state"] = UnsNode::leaf(static_cast<std::int64_t>(cache.umap_seed));
-        params["deterministic"] = UnsNode::leaf(cache.umap_deterministic);
+        write_step_params(params, PipelineStep::Umap, settings);
+        params["a"] = UnsNode::leaf(cache.umap.result()->curve.a);
+        params["b"] = UnsNode::leaf(cache.umap.result()->curve.b);
+        params["deterministic"] = UnsNode::leaf(cache.umap.options()->parallelism == UmapParallelism::Deterministic);
     }
-    if (cache.leiden_key) {
+    if (const LeidenResult* clusters = cache.leiden.current()) {
         // scanpy's uns['leiden']['params'], plus the modularity of the labels.
         auto& leiden = out.uns["leiden"];
         auto& params = leiden["params"];
-        params["resolution"] = UnsNode::leaf(cache.leiden_resolution);
-        params["random_state"] = UnsNode::leaf(static_cast<std::int64_t>(cache.leiden_seed));
-        params["n_iterations"] = UnsNode::leaf(static_cast<std::int64_t>(-1));
-        leiden["modularity"] = UnsNode::leaf(cache.modularity);
+        write_step_params(params, PipelineStep::Leiden, settings);
+        params["n_iterations"] = UnsNode::leaf(static_cast<std::int64_t>(cache.leiden.options()->num_iterations));
+        leiden["modularity"] = UnsNode::leaf(clusters->modularity);
     }
-    if (cache.markers_key && !snapshot.markers.empty()) out.uns["rank_genes_groups"] = rank_genes_groups_uns(snapshot, cache);
+    if (cache.markers.current() && !snapshot.markers.empty()) {
+        out.uns["rank_genes_groups"] = rank_genes_groups_uns(snapshot, std::get<std::string>(find_setting("markers")->get(settings)));
+        write_step_params(out.uns["rank_genes_groups"]["params"], PipelineStep::Markers, settings);
+    }
     return out;
 }
 

@@ -1,43 +1,66 @@
 #pragma once
-/// The pipeline's user-facing settings (what the GUI form and the CLI flags edit).
-/// Each field's default is taken from the step's Options struct in core/algo so that
-/// every default lives in one place; the engine maps these onto those structs.
+/// The pipeline's user-facing settings (what the GUI form, the CLI flags and a session
+/// file edit). They are made of the steps' own Options structs, so every default lives
+/// in the step's Options; core/engine/settings_schema.hpp describes each setting once
+/// (name, range, choices, help) for validation, the CLI, the form, sessions, the h5ad's
+/// uns params and the README.
 #include <cstdint>
-#include <string>
+
+#include "core/types/knn_options.hpp"
+#include "core/types/leiden_options.hpp"
+#include "core/types/markers_options.hpp"
+#include "core/types/pca_options.hpp"
+#include "core/types/recipes_options.hpp"
+#include "core/types/umap_options.hpp"
 
 namespace fathom {
 
-/// Settings of one pipeline run. Steps are run in order; a disabled step and all
-/// steps that need it are skipped.
-struct PipelineSettings {
-    std::string recipe = "zheng17";  ///< "zheng17", "seurat" or "none" (X already processed)
-    int num_top_genes = 1000;        ///< HVGs kept by the recipe (n_top_genes)
-    int num_pcs = 50;                ///< PCA components (n_comps)
-    bool run_neighbors = true;
-    int num_neighbors = 15;          ///< n_neighbors, self included as scanpy counts
-    /// kNN search: "auto" (exact below 8192 cells, else NN-descent), "exact", "nndescent"
-    /// or "hnsw" (knn_method_name's spelling).
-    std::string knn_method = "auto";
-    bool run_umap = true;
-    double min_dist = 0.5;
-    double spread = 1.0;
-    int umap_epochs = 0;             ///< 0 = scanpy's default (500 up to 10k cells, else 200)
-    int umap_components = 2;         ///< n_components of obsm['X_umap'], in [1, 8] (3 for the 3-D view)
-    bool run_leiden = true;
-    double resolution = 1.0;
-    std::string markers = "t-test";  ///< "t-test", "wilcoxon" or "" (skip)
-    std::uint64_t seed = 0;          ///< random_state of every randomised step
-    /// Bit-for-bit reproducible neighbours and UMAP for a seed, whatever the number of
-    /// threads: NN-descent and the exact search are so at any setting, an HNSW index is
-    /// built by one thread (queries stay parallel), and UMAP
-    /// runs its deterministic SGD (UmapParallelism::Deterministic) instead of Hogwild.
-    /// Slower. The kNN graph and UMAP of one PCA are also the same at any number of
-    /// shards, but the PCA's reductions over shards round differently for different
-    /// shard counts, so bit-identity across cpu:N needs the same N.
-    bool deterministic = false;
-    double min_counts_per_cell = 0;  ///< optional pre-filter (sc.pp.filter_cells(min_counts))
+/// The preprocessing recipe: an ordered list of steps with preset Options
+/// (recipe_steps in core/engine/settings_schema.hpp).
+enum class Recipe {
+    Zheng17,  ///< scanpy's pp.recipe_zheng17 (raw counts)
+    Seurat,   ///< scanpy's pp.recipe_seurat (raw counts)
+    None,     ///< X is already processed: PCA centres it, nothing else
+};
 
-    /// Throws std::invalid_argument naming the field ("PipelineSettings::num_pcs must be >= 1").
+/// Settings of one pipeline run. Steps run in order; a disabled step and all steps that
+/// need it are skipped.
+struct PipelineSettings {
+    Recipe recipe = Recipe::Zheng17;
+    /// Optional pre-filter (sc.pp.filter_cells(min_counts)); 0 = keep every cell.
+    double min_counts_per_cell = 0.0;
+    /// HVGs kept by the recipe (n_top_genes).
+    std::int64_t num_top_genes = Zheng17Options{}.num_top_genes;
+    /// PCA (n_pcs = num_components). Its seed is `seed` below.
+    PcaOptions pca;
+    bool run_neighbors = true;
+    /// The kNN search (n_neighbors, method). Its seed, partitions and HNSW build mode are
+    /// set by the engine from `seed`, the devices and `deterministic`.
+    KnnOptions neighbors;
+    bool run_umap = true;
+    /// UMAP (min_dist, spread, n_epochs, n_components). Its seed is `seed`; its
+    /// parallelism is Deterministic when `deterministic` is set.
+    UmapOptions umap;
+    bool run_leiden = true;
+    /// Leiden (resolution). Its seed is `seed`.
+    LeidenOptions leiden;
+    /// Marker genes of the Leiden clusters (needs run_leiden).
+    bool run_markers = true;
+    RankGenesGroupsOptions markers;
+    /// random_state of every randomised step: it replaces the seed of pca, neighbors,
+    /// umap and leiden, whose own seed fields are not read.
+    std::uint64_t seed = 0;
+    /// Bit-for-bit reproducible neighbours and UMAP for a seed, whatever the number of
+    /// threads: NN-descent, IVF and the exact search are so at any setting, an HNSW index
+    /// is built by one thread (queries stay parallel), and UMAP runs its deterministic
+    /// SGD (UmapParallelism::Deterministic) instead of Hogwild. Slower. The kNN graph and
+    /// UMAP of one PCA are also the same at any number of shards, but the PCA's
+    /// reductions over shards round differently for different shard counts, so
+    /// bit-identity across cpu:N needs the same N.
+    bool deterministic = false;
+
+    /// Throws std::invalid_argument naming the setting by its schema name
+    /// ("n_pcs must be in [1, 500] (got 0)").
     void validate() const;
     friend bool operator==(const PipelineSettings&, const PipelineSettings&) = default;
 };

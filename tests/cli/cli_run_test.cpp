@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <variant>
 #include <nlohmann/json.hpp>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -13,6 +14,7 @@
 #include "core/io/RowSource.hpp"
 #include "tests/support/paths.hpp"
 #include "tests/support/python.hpp"
+#include "tests/support/settings_alternatives.hpp"
 
 namespace fathom {
 namespace {
@@ -187,7 +189,7 @@ TEST(CliRun, BadInputAndBadOptionsGiveTheDocumentedExitCodes) {
     result = run_command(cli + " run " + shell_quote(synthetic_input(1500)) + " --n-pcs 0 --out " +
                          shell_quote(out) + " 2>&1");
     EXPECT_EQ(result.exit_code, 2) << result.output;
-    EXPECT_NE(result.output.find("num_pcs"), std::string::npos) << result.output;
+    EXPECT_NE(result.output.find("n_pcs must be in [1, 500] (got 0)"), std::string::npos) << result.output;
 
     result = run_command(cli + " run " + shell_quote(synthetic_input(1500)) + " --umap --out " + shell_quote(out) + " 2>&1");
     EXPECT_EQ(result.exit_code, 2) << result.output;
@@ -196,7 +198,7 @@ TEST(CliRun, BadInputAndBadOptionsGiveTheDocumentedExitCodes) {
     result = run_command(cli + " run " + shell_quote(synthetic_input(1500)) +
                          " --neighbors 15 --umap --umap-components 9 --out " + shell_quote(out) + " 2>&1");
     EXPECT_EQ(result.exit_code, 2) << result.output;
-    EXPECT_NE(result.output.find("umap_components"), std::string::npos) << result.output;
+    EXPECT_NE(result.output.find("n_components must be in [2, 3] (got 9)"), std::string::npos) << result.output;
 
     result = run_command(cli + " run " + shell_quote(synthetic_input(1500)) + " --umap-components 3 --out " +
                          shell_quote(out) + " 2>&1");
@@ -254,6 +256,62 @@ TEST(CliRun, InterruptCancelsCleanlyWithExit130AndNoOutput) {
     EXPECT_FALSE(std::filesystem::exists(out));
     for (const auto& entry : std::filesystem::directory_iterator(folder))
         ADD_FAILURE() << "left behind: " << entry.path();
+}
+
+/// A `fathom-cli run` command line meaning `settings`: every option of the schema whose
+/// step is on, flags when set.
+std::string command_line(const PipelineSettings& settings) {
+    std::string out;
+    for (const auto& spec : pipeline_settings_schema()) {
+        if (spec.cli_flag.empty()) continue;
+        const SettingValue value = spec.get(settings);
+        if (spec.kind == SettingKind::Flag) {
+            if (std::get<bool>(value)) out += " " + spec.cli_flag;
+            continue;
+        }
+        if (!spec.switch_name.empty() && !std::get<bool>(find_setting(spec.switch_name)->get(settings))) continue;
+        out += " " + spec.cli_flag + " " + shell_quote(format_setting_value(spec, value));
+    }
+    return out;
+}
+
+/// The settings `fathom-cli run ... --print-settings` reports, by setting name.
+nlohmann::json printed_settings(const std::string& options) {
+    const auto result = run_command(cli + " run never-read.h5ad --out x.h5ad --print-settings" + options);
+    EXPECT_EQ(result.exit_code, 0) << options << "\n" << result.output;
+    return nlohmann::json::parse(result.output);
+}
+
+nlohmann::json as_json(const PipelineSettings& settings) {
+    nlohmann::json out = nlohmann::json::object();
+    for (const auto& spec : pipeline_settings_schema())
+        out[spec.name] = std::visit([](const auto& value) { return nlohmann::json(value); }, spec.get(settings));
+    return out;
+}
+
+// Every setting of the schema reaches the engine's settings through its option.
+TEST(CliRun, EverySettingRoundTripsThroughItsOption) {
+    const PipelineSettings defaults;
+    EXPECT_EQ(printed_settings(command_line(defaults)), as_json(defaults));
+    for (const auto& spec : pipeline_settings_schema()) {
+        SCOPED_TRACE(spec.name);
+        const PipelineSettings expected = test::with_other_value(spec, defaults);
+        EXPECT_EQ(printed_settings(command_line(expected)), as_json(expected)) << command_line(expected);
+    }
+    // Without step options the CLI runs the recipe and PCA only.
+    const nlohmann::json bare = printed_settings("");
+    for (const char* step : {"run_neighbors", "run_umap", "run_leiden", "run_markers"}) EXPECT_FALSE(bare[step]) << step;
+    // Bad values are refused naming the option and the setting's range.
+    const auto result = run_command(cli + " run x.h5ad --out y.h5ad --print-settings --neighbors 15 --leiden 0 2>&1");
+    EXPECT_EQ(result.exit_code, 2) << result.output;
+    EXPECT_NE(result.output.find("--leiden"), std::string::npos) << result.output;
+    EXPECT_NE(result.output.find("resolution must be in [0.001, 100] (got 0)"), std::string::npos) << result.output;
+}
+
+TEST(CliRun, TheSettingsCommandPrintsTheSchemasTable) {
+    const auto result = run_command(cli + " settings");
+    EXPECT_EQ(result.exit_code, 0);
+    EXPECT_EQ(result.output, settings_markdown_table());
 }
 
 }  // namespace

@@ -63,9 +63,9 @@ TEST(EngineDeterministic, ThreadCountsGiveBitIdenticalGraphAndUmap) {
     FATHOM_REQUIRE_PATH(path);
     PipelineSettings settings;
     settings.num_top_genes = 500;  // of the file's 1000 genes
-    settings.umap_epochs = 100;
+    settings.umap.num_epochs = 100;
     settings.run_leiden = false;
-    settings.markers.clear();
+    settings.run_markers = false;
     settings.seed = 3;
     settings.deterministic = true;
     const auto folder = test::temp_dir("deterministic");
@@ -115,9 +115,9 @@ TEST(EngineDeterministic, DefaultModeRecordsItInUns) {
     FATHOM_REQUIRE_PATH(path);
     PipelineSettings settings;
     settings.num_top_genes = 500;
-    settings.umap_epochs = 50;
+    settings.umap.num_epochs = 50;
     settings.run_leiden = false;
-    settings.markers.clear();
+    settings.run_markers = false;
     const auto folder = test::temp_dir("deterministic-default");
     const RunOutput output = run_and_export(path.string(), "cpu:2", 2, settings, (folder / "out.h5ad").string());
     ASSERT_FALSE(HasFailure());

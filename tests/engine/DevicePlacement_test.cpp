@@ -219,11 +219,11 @@ RunResult run(const std::string& devices, std::shared_ptr<DeviceProvider> provid
     EXPECT_EQ(opened.status().state, JobState::Succeeded) << opened.status().message;
     PipelineSettings settings;
     settings.num_top_genes = 150;
-    settings.num_pcs = 10;
+    settings.pca.num_components = 10;
     settings.run_neighbors = with_graph;
     settings.run_umap = false;
     settings.run_leiden = with_graph;
-    settings.markers.clear();
+    settings.run_markers = false;
     auto ran = engine.run(settings);
     EXPECT_TRUE(ran.wait_for(120s));
     EXPECT_EQ(ran.status().state, JobState::Succeeded) << ran.status().message;
@@ -296,10 +296,10 @@ TEST(DevicePlacement, DeviceShardsSendUmapToTheFirstDevice) {
     ASSERT_TRUE(opened.wait_for(120s));
     PipelineSettings settings;
     settings.num_top_genes = 150;
-    settings.num_pcs = 10;
+    settings.pca.num_components = 10;
     settings.run_umap = true;
     settings.run_leiden = false;
-    settings.markers.clear();
+    settings.run_markers = false;
     auto ran = engine.run(settings);
     ASSERT_TRUE(ran.wait_for(120s));
     ASSERT_EQ(ran.status().state, JobState::Succeeded) << ran.status().message;

@@ -45,10 +45,10 @@ const std::string& dataset_path() {
 PipelineSettings small_settings() {
     PipelineSettings settings;
     settings.num_top_genes = 200;
-    settings.num_pcs = 20;
+    settings.pca.num_components = 20;
     settings.run_umap = false;
     settings.run_leiden = false;
-    settings.markers.clear();
+    settings.run_markers = false;
     return settings;
 }
 
@@ -104,7 +104,7 @@ TEST(EngineSelection, AnnotationColumnIsPublishedKeptAcrossRunsAndExported) {
 
     // A later run keeps the column (it is stored per raw cell).
     PipelineSettings settings = small_settings();
-    settings.num_pcs = 10;
+    settings.pca.num_components = 10;
     ASSERT_EQ(finish(engine.run(settings)).state, JobState::Succeeded);
     const auto rerun = engine.snapshot();
     ASSERT_NE(rerun->obs->find("my_cells"), nullptr);

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "core/algo/recipes.hpp"
+#include "core/engine/settings_schema.hpp"
 #include "core/backend/ShardSet.hpp"
 #include "core/io/RowSource.hpp"
 #include "core/io/synth.hpp"
@@ -45,10 +46,10 @@ const std::string& dataset_path() {
 PipelineSettings small_settings() {
     PipelineSettings settings;
     settings.num_top_genes = 200;
-    settings.num_pcs = 20;
+    settings.pca.num_components = 20;
     settings.run_umap = false;
     settings.run_leiden = false;
-    settings.markers.clear();
+    settings.run_markers = false;
     return settings;
 }
 
@@ -90,7 +91,7 @@ TEST(Engine, PipelineMatchesTheRecipeCalledDirectly) {
     Zheng17Options options;
     options.num_top_genes = settings.num_top_genes;
     options.pca = PcaOptions{};
-    options.pca->num_components = settings.num_pcs;
+    options.pca->num_components = settings.pca.num_components;
     JobContext ctx;
     const Zheng17Result direct = recipe_zheng17(shards, options, ctx);
 
@@ -128,7 +129,7 @@ TEST(Engine, ChangedSettingsRecomputeOnlyTheStagesDownstream) {
     EXPECT_EQ(std::count(hvg.begin(), hvg.end(), 1), 150);
 
     // New PCA settings: PCA onwards.
-    settings.num_pcs = 10;
+    settings.pca.num_components = 10;
     const auto pca_changed = finish(engine.run(settings));
     EXPECT_EQ(steps_of(pca_changed), (std::vector<std::string>{"pca", "neighbors"}));
     EXPECT_EQ(engine.snapshot()->obsm.at("X_pca")->cols(), 10);
@@ -189,7 +190,8 @@ TEST_P(EngineCancel, CancelAtAStepEndsCancelledAndKeepsEarlierResults) {
     PipelineSettings settings = small_settings();
     if (target == "leiden" || target == "markers") {
         settings.run_leiden = true;
-        settings.markers = "t-test";
+        settings.run_markers = true;
+        settings.markers.method = MarkerMethod::TTest;
     }
     const auto status = finish(engine.run(settings));
     EXPECT_EQ(status.state, JobState::Cancelled);
@@ -205,7 +207,8 @@ TEST(Engine, LeidenClustersAndTheirMarkersFollowTheSyntheticCellTypes) {
     ASSERT_EQ(finish(engine.open(dataset_path())).state, JobState::Succeeded);
     PipelineSettings settings = small_settings();
     settings.run_leiden = true;
-    settings.markers = "t-test";
+    settings.run_markers = true;
+    settings.markers.method = MarkerMethod::TTest;
     const auto status = finish(engine.run(settings));
     ASSERT_EQ(status.state, JobState::Succeeded) << status.message;
     EXPECT_EQ(steps_of(status),
@@ -267,12 +270,13 @@ TEST(Engine, LeidenClustersAndTheirMarkersFollowTheSyntheticCellTypes) {
     EXPECT_GE(clusters_with_eight_hvg_markers, 2) << "the check above must bite on most clusters";
 
     // A new resolution recomputes Leiden and the markers, nothing before them.
-    settings.resolution = 0.5;
+    settings.leiden.resolution = 0.5;
     const auto again = finish(engine.run(settings));
     ASSERT_EQ(again.state, JobState::Succeeded) << again.message;
     EXPECT_EQ(steps_of(again), (std::vector<std::string>{"leiden", "markers"}));
     // Switching the test recomputes only the markers.
-    settings.markers = "wilcoxon";
+    settings.run_markers = true;
+    settings.markers.method = MarkerMethod::Wilcoxon;
     const auto wilcoxon = finish(engine.run(settings));
     ASSERT_EQ(wilcoxon.state, JobState::Succeeded) << wilcoxon.message;
     EXPECT_EQ(steps_of(wilcoxon), (std::vector<std::string>{"markers"}));
@@ -407,11 +411,11 @@ TEST(Engine, UmapComponentsRerunsOnlyUmapAndPublishesAThreeColumnXUmap) {
     ASSERT_EQ(finish(engine.open(dataset_path())).state, JobState::Succeeded);
     PipelineSettings settings = small_settings();
     settings.run_umap = true;
-    settings.umap_epochs = 50;
+    settings.umap.num_epochs = 50;
     const auto flat = finish(engine.run(settings));
     ASSERT_EQ(flat.state, JobState::Succeeded) << flat.message;
     EXPECT_EQ(engine.snapshot()->obsm.at("X_umap")->cols(), 2);
-    settings.umap_components = 3;
+    settings.umap.num_components = 3;
     const auto solid = finish(engine.run(settings));
     ASSERT_EQ(solid.state, JobState::Succeeded) << solid.message;
     EXPECT_EQ(steps_of(solid), (std::vector<std::string>{"umap"}));
@@ -424,36 +428,46 @@ TEST(Engine, UmapComponentsRerunsOnlyUmapAndPublishesAThreeColumnXUmap) {
     EXPECT_EQ(frame->coordinates.cols(), 3);
     for (const float value : umap->values()) ASSERT_TRUE(std::isfinite(value));
 
-    settings.umap_components = 0;
+    settings.umap.num_components = 0;
     try {
         settings.validate();
         FAIL() << "expected std::invalid_argument";
     } catch (const std::invalid_argument& error) {
-        EXPECT_NE(std::string(error.what()).find("PipelineSettings::umap_components"), std::string::npos);
+        EXPECT_NE(std::string(error.what()).find("n_components must be in [2, 3] (got 0)"), std::string::npos)
+            << error.what();
     }
 }
 
 TEST(Engine, InvalidSettingsAreRejectedNamingTheField) {
     PipelineSettings settings;
-    settings.num_pcs = 0;
+    settings.pca.num_components = 0;
     try {
         settings.validate();
         FAIL() << "expected std::invalid_argument";
     } catch (const std::invalid_argument& error) {
-        EXPECT_NE(std::string(error.what()).find("PipelineSettings::num_pcs"), std::string::npos);
+        EXPECT_NE(std::string(error.what()).find("n_pcs must be in [1, 500] (got 0)"), std::string::npos) << error.what();
     }
     settings = {};
-    settings.knn_method = "annoy";
+    const SettingSpec& knn_method = *find_setting("knn_method");
+    try {
+        set_setting(settings, knn_method, std::string("annoy"));
+        FAIL() << "expected std::invalid_argument";
+    } catch (const std::invalid_argument& error) {
+        EXPECT_NE(std::string(error.what()).find("knn_method must be one of auto, exact, ivf, nndescent, hnsw (got 'annoy')"),
+                  std::string::npos)
+            << error.what();
+    }
+    for (const char* method : {"auto", "exact", "ivf", "nndescent", "hnsw"}) {
+        EXPECT_NO_THROW(set_setting(settings, knn_method, std::string(method))) << method;
+        EXPECT_NO_THROW(settings.validate()) << method;
+    }
+    settings = {};
+    settings.run_neighbors = false;
     try {
         settings.validate();
         FAIL() << "expected std::invalid_argument";
     } catch (const std::invalid_argument& error) {
-        EXPECT_NE(std::string(error.what()).find("PipelineSettings::knn_method"), std::string::npos);
-        EXPECT_NE(std::string(error.what()).find("annoy"), std::string::npos);
-    }
-    for (const char* method : {"auto", "exact", "ivf", "nndescent", "hnsw"}) {
-        settings.knn_method = method;
-        EXPECT_NO_THROW(settings.validate()) << method;
+        EXPECT_NE(std::string(error.what()).find("run_umap needs run_neighbors"), std::string::npos) << error.what();
     }
     EXPECT_THROW(Engine(EngineConfig{"tpu:1"}), std::invalid_argument);
 }

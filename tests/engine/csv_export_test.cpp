@@ -35,8 +35,8 @@ std::shared_ptr<Engine> analysed_engine() {
         EXPECT_TRUE(made->open(file).wait_for(120s));
         PipelineSettings settings;
         settings.num_top_genes = 200;
-        settings.num_pcs = 15;
-        settings.umap_epochs = 50;
+        settings.pca.num_components = 15;
+        settings.umap.num_epochs = 50;
         const JobHandle run = made->run(settings);
         EXPECT_TRUE(run.wait_for(300s));
         EXPECT_EQ(run.status().state, JobState::Succeeded) << run.status().message;

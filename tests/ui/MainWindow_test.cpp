@@ -76,10 +76,10 @@ TEST(PipelinePanel, FieldsAreGeneratedFromThePipelineSettingsDefaults) {
     const PipelineSettings shown = panel.settings();
     EXPECT_EQ(shown.recipe, defaults.recipe);
     EXPECT_EQ(shown.num_top_genes, defaults.num_top_genes);
-    EXPECT_EQ(shown.num_pcs, defaults.num_pcs);
-    EXPECT_EQ(shown.num_neighbors, defaults.num_neighbors);
-    EXPECT_DOUBLE_EQ(shown.min_dist, defaults.min_dist);
-    EXPECT_DOUBLE_EQ(shown.resolution, defaults.resolution);
+    EXPECT_EQ(shown.pca.num_components, defaults.pca.num_components);
+    EXPECT_EQ(shown.neighbors.num_neighbors, defaults.neighbors.num_neighbors);
+    EXPECT_DOUBLE_EQ(shown.umap.min_dist, defaults.umap.min_dist);
+    EXPECT_DOUBLE_EQ(shown.leiden.resolution, defaults.leiden.resolution);
     EXPECT_EQ(shown.run_umap, defaults.run_umap);
     EXPECT_EQ(shown.markers, defaults.markers);
     EXPECT_EQ(shown.seed, defaults.seed);
@@ -193,8 +193,8 @@ TEST(MainWindow, EndToEndOpenRunColourByLeidenAndByAGene) {
     ASSERT_TRUE(wait_open(window, QString::fromStdString(path.string()), &error)) << error.toStdString();
 
     PipelineSettings settings{};
-    settings.umap_epochs = 100;  // keep the test short; the layout still separates the cell types
-    settings.markers = "";
+    settings.umap.num_epochs = 100;  // keep the test short; the layout still separates the cell types
+    settings.run_markers = false;
     window.pipelinePanel()->setSettings(settings);
     bool finished = false, ok = false;
     QObject::connect(&window, &MainWindow::pipelineFinished, [&](bool success, const QString& text, int) {
@@ -291,16 +291,16 @@ TEST(MainWindow, ThreeDimensionalUmapInTheThreeDView) {
 
     auto* components = qobject_cast<QSpinBox*>(window.pipelinePanel()->fieldEditor(QStringLiteral("n_components")));
     ASSERT_NE(components, nullptr);
-    EXPECT_EQ(components->value(), PipelineSettings{}.umap_components);
+    EXPECT_EQ(components->value(), PipelineSettings{}.umap.num_components);
     PipelineSettings settings{};
-    settings.umap_epochs = 100;
-    settings.markers = "";
+    settings.umap.num_epochs = 100;
+    settings.run_markers = false;
     // The same kNN graph and layout on every run and thread count, so that the pixel
     // bounds below always see the same frame.
     settings.deterministic = true;
     window.pipelinePanel()->setSettings(settings);
     components->setValue(3);
-    EXPECT_EQ(window.pipelinePanel()->settings().umap_components, 3);
+    EXPECT_EQ(window.pipelinePanel()->settings().umap.num_components, 3);
     bool finished = false, ok = false;
     QObject::connect(&window, &MainWindow::pipelineFinished, [&](bool success, const QString& text, int) {
         finished = true;

@@ -71,9 +71,9 @@ TEST(SelectionWorkflow, SelectSaveRenameMergeMarkersExportAndUndo) {
     ASSERT_TRUE(process_events_until([&] { return opened; }, 60s));
     PipelineSettings settings;
     settings.num_top_genes = 300;
-    settings.num_pcs = 20;
+    settings.pca.num_components = 20;
     settings.run_umap = false;  // the plot shows X_pca
-    settings.markers.clear();
+    settings.run_markers = false;
     window.pipelinePanel()->setSettings(settings);
     bool finished = false, ran = false;
     QObject::connect(&window, &MainWindow::pipelineFinished, [&](bool ok, const QString&, int) {

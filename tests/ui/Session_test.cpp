@@ -33,14 +33,15 @@ SessionState full_state() {
     SessionState state;
     state.dataset = "/data/pbmc3k.h5ad";
     state.has_results = true;
-    state.pipeline.recipe = "seurat";
+    state.pipeline.recipe = Recipe::Seurat;
     state.pipeline.num_top_genes = 1234;
-    state.pipeline.num_pcs = 33;
-    state.pipeline.min_dist = 0.25;
-    state.pipeline.resolution = 0.7;
-    state.pipeline.markers = "wilcoxon";
-    state.pipeline.seed = 18446744073709551615ULL;  // the full uint64 range survives JSON
-    state.pipeline.umap_epochs = 123;
+    state.pipeline.pca.num_components = 33;
+    state.pipeline.umap.min_dist = 0.25;
+    state.pipeline.leiden.resolution = 0.7;
+    state.pipeline.run_markers = true;
+    state.pipeline.markers.method = MarkerMethod::Wilcoxon;
+    state.pipeline.seed = 2147483647;  // random_state's largest value survives JSON
+    state.pipeline.umap.num_epochs = 123;
     state.pipeline.deterministic = true;
     state.color_by = "gene:CD3E";
     state.view.embedding = "X_umap";
@@ -92,7 +93,7 @@ TEST(Session, EveryFieldSurvivesASaveAndLoad) {
     ASSERT_TRUE(file.open(QIODevice::ReadOnly));
     const QByteArray text = file.readAll();
     EXPECT_TRUE(text.contains("\"format\": \"fathom-session\"")) << text.toStdString();
-    EXPECT_TRUE(text.contains("\"version\": 1"));
+    EXPECT_TRUE(text.contains("\"version\": 2"));
     // Atomic: only the file itself is in the folder.
     int files = 0;
     for (const auto& entry : std::filesystem::directory_iterator(folder)) files += entry.is_regular_file() ? 1 : 0;
@@ -117,9 +118,17 @@ TEST(Session, MalformedFilesNameTheFileAndTheKey) {
     error = load_error(R"({"version": 1, "dataset": "a.h5ad", "view": {"center": [1]}})");
     EXPECT_NE(error.find("/view/center: expected [x, y]"), std::string::npos) << error;
     error = load_error(R"({"version": 1, "dataset": "a.h5ad", "pipeline": {"num_pcs": 0}})");
-    EXPECT_NE(error.find("/pipeline: PipelineSettings::num_pcs must be >= 1"), std::string::npos) << error;
+    EXPECT_NE(error.find("/pipeline/num_pcs: n_pcs must be in [1, 500] (got 0)"), std::string::npos) << error;
     error = load_error(R"({"version": 1, "dataset": "a.h5ad", "pipeline": {"seed": -1}})");
-    EXPECT_NE(error.find("/pipeline/seed: expected an integer >= 0"), std::string::npos) << error;
+    EXPECT_NE(error.find("/pipeline/seed: random_state must be in [0, 2147483647] (got -1)"), std::string::npos) << error;
+    error = load_error(R"({"version": 2, "dataset": "a.h5ad", "pipeline": {"n_pcs": 20, "n_comps": 20}})");
+    EXPECT_NE(error.find("/pipeline/n_comps: unknown setting"), std::string::npos) << error;
+    error = load_error(R"({"version": 2, "dataset": "a.h5ad", "pipeline": {"knn_method": "annoy"}})");
+    EXPECT_NE(error.find("/pipeline/knn_method: knn_method must be one of auto, exact, ivf, nndescent, hnsw (got 'annoy')"),
+              std::string::npos)
+        << error;
+    error = load_error(R"({"version": 2, "dataset": "a.h5ad", "pipeline": {"run_neighbors": false}})");
+    EXPECT_NE(error.find("/pipeline: run_umap needs run_neighbors"), std::string::npos) << error;
     error = load_error(R"({"version": 1, "dataset": "a.h5ad", "selections": [{"name": "s", "cells": [1, "2"]}]})");
     EXPECT_NE(error.find("/selections/0/cells/1: expected an integer, got string"), std::string::npos) << error;
     error = load_error(
@@ -161,9 +170,9 @@ TEST(SessionWindow, ReopeningRestoresResultsColouringAndView) {
 
     PipelineSettings settings;
     settings.num_top_genes = 300;
-    settings.num_pcs = 20;
-    settings.umap_epochs = 60;
-    settings.markers = "";
+    settings.pca.num_components = 20;
+    settings.umap.num_epochs = 60;
+    settings.run_markers = false;
     const QString with_results =
         QString::fromStdString((test::temp_dir("session-window-results") / "kept.fathom.json").string());
     ViewTransform saved_view;
@@ -245,7 +254,7 @@ TEST(SessionWindow, ReopeningRestoresResultsColouringAndView) {
     const SessionState state = load_session(session);
     EXPECT_EQ(state.dataset, std::filesystem::absolute(dataset).string());
     EXPECT_TRUE(state.has_results);
-    EXPECT_EQ(state.pipeline.num_pcs, 20);
+    EXPECT_EQ(state.pipeline.pca.num_components, 20);
     EXPECT_EQ(state.color_by, "cell_type");
 
     MainWindow fresh(EngineConfig{}, false);
@@ -264,8 +273,8 @@ TEST(SessionWindow, ReopeningRestoresResultsColouringAndView) {
     ASSERT_TRUE(ok) << message.toStdString();
     // Results: the pipeline ran again with the saved settings.
     EXPECT_TRUE(fresh.hasResults());
-    EXPECT_EQ(fresh.lastRunSettings().num_pcs, 20);
-    EXPECT_EQ(fresh.lastRunSettings().umap_epochs, 60);
+    EXPECT_EQ(fresh.lastRunSettings().pca.num_components, 20);
+    EXPECT_EQ(fresh.lastRunSettings().umap.num_epochs, 60);
     ASSERT_TRUE(fresh.snapshot()->obsm.count("X_umap"));
     EXPECT_EQ(fresh.embeddingKey(), QStringLiteral("X_umap"));
     // Colouring.
@@ -295,7 +304,7 @@ TEST(SessionWindow, ReopeningRestoresResultsColouringAndView) {
         const SessionState kept = load_session(with_results);
         EXPECT_EQ(kept.dataset, "kept.h5ad");  // next to the session, named relatively
         EXPECT_FALSE(kept.has_results);
-        EXPECT_EQ(kept.pipeline.num_pcs, 20);
+        EXPECT_EQ(kept.pipeline.pca.num_components, 20);
         MainWindow again(EngineConfig{}, false);
         again.resize(640, 480);
         again.show();
@@ -310,7 +319,7 @@ TEST(SessionWindow, ReopeningRestoresResultsColouringAndView) {
         ASSERT_TRUE(process_events_until([&] { return restored; }, 120s));
         ASSERT_TRUE(ok) << message.toStdString();
         EXPECT_FALSE(again.hasResults());
-        EXPECT_EQ(again.pipelinePanel()->settings().num_pcs, 20);
+        EXPECT_EQ(again.pipelinePanel()->settings().pca.num_components, 20);
         EXPECT_EQ(again.embeddingKey(), QStringLiteral("X_umap"));
         EXPECT_EQ(again.plotView()->positions(), saved_positions);
         EXPECT_EQ(again.colorKey(), QStringLiteral("cell_type"));
@@ -340,9 +349,9 @@ TEST(SessionWindow, FilterSelectionAndAnnotationsRoundTripAndFilterUndo) {
     const QString session = QString::fromStdString((test::temp_dir("session-panels") / "panels.fathom.json").string());
     PipelineSettings settings;
     settings.num_top_genes = 300;
-    settings.num_pcs = 20;
-    settings.umap_epochs = 30;
-    settings.markers = "";
+    settings.pca.num_components = 20;
+    settings.umap.num_epochs = 30;
+    settings.run_markers = false;
     const auto open_and_wait = [](MainWindow& window, const std::function<void()>& start, auto signal, std::chrono::seconds limit) {
         bool done = false, ok = false;
         QString message;

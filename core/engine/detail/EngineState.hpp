@@ -11,6 +11,7 @@
 
 #include "core/algo/filter.hpp"
 #include "core/algo/hvg.hpp"
+#include "core/algo/leiden.hpp"
 #include "core/algo/neighbors.hpp"
 #include "core/algo/normalize.hpp"
 #include "core/algo/pca.hpp"
@@ -23,6 +24,7 @@
 #include "core/engine/Engine.hpp"
 #include "core/engine/JobQueue.hpp"
 #include "core/engine/detail/GeneColumnCache.hpp"
+#include "core/engine/detail/StepState.hpp"
 #include "core/engine/detail/Streaming.hpp"
 
 namespace fathom::detail {
@@ -47,11 +49,17 @@ struct LoadedData {
     mutable GeneColumnCache gene_columns;
 };
 
-/// Output of one pipeline stage, kept with the settings that produced it so that a
-/// later run can reuse it when nothing upstream changed.
-struct StageCache {
-    // Preprocessing (recipe up to, not including, HVG selection).
-    std::optional<std::string> preprocess_key;
+/// Options of the preprocessing step (cell pre-filter + the recipe up to gene selection).
+struct PreprocessOptions {
+    Recipe recipe = Recipe::Zheng17;
+    double min_counts_per_cell = 0.0;
+    /// scanpy held X as integers (Zheng17Options::integer_dtype), from the dataset.
+    bool integer_dtype = false;
+    friend bool operator==(const PreprocessOptions&, const PreprocessOptions&) = default;
+};
+
+/// Output of the preprocessing step.
+struct PreprocessResult {
     std::optional<ShardSet> normalized;          ///< filtered + normalised (non-log) matrix
     /// zheng17 in memory without a cell pre-filter: no normalised copy; the HVG statistics
     /// and factors to copy the HVG block from the raw shards.
@@ -62,36 +70,59 @@ struct StageCache {
     std::vector<double> streamed_means;          ///< out-of-core: normalised mean per kept gene
     double streamed_target = 0.0;                ///< out-of-core: normalize_total's target
     std::vector<double> streamed_variances;      ///< out-of-core: normalised variance (ddof=1) per kept gene
-    // HVG selection.
-    std::optional<std::string> hvg_key;
+};
+
+/// Options of the gene selection: the recipe's HvgOptions with n_top_genes (unset = every gene).
+struct HvgStepOptions {
+    std::optional<HvgOptions> hvg;
+    friend bool operator==(const HvgStepOptions&, const HvgStepOptions&) = default;
+};
+
+struct HvgStepResult {
     HvgResult hvg;                                ///< on the columns of `normalized`
     std::vector<std::int64_t> hvg_genes;         ///< raw gene index of each HVG
-    // Scaled HVG block (renormalised, log1p'd; scaling kept as mean/std).
-    std::optional<std::string> scale_key;
-    std::optional<ShardSet> hvg_block;
+};
+
+/// Options of the scale step: what the recipe does to the selected genes.
+struct ScaleStepOptions {
+    Recipe recipe = Recipe::Zheng17;
+    bool integer_dtype = false;
+    friend bool operator==(const ScaleStepOptions&, const ScaleStepOptions&) = default;
+};
+
+/// The scaled HVG block (renormalised, log1p'd; scaling kept as mean/std).
+struct ScaleStepResult {
+    ShardSet hvg_block;
     std::vector<std::int64_t> block_cells;       ///< raw cell index of every row of hvg_block
     ScaleResult scaling;
-    // Later stages.
-    std::optional<std::string> pca_key;
-    PcaResult pca;
-    std::optional<std::string> neighbors_key;
-    NeighborsResult neighbors;
-    std::uint64_t neighbors_seed = 0;            ///< settings behind `neighbors`
-    bool neighbors_deterministic = false;
-    std::optional<std::string> umap_key;
-    DenseMatrix<float> umap;
-    UmapCurve umap_curve;                        ///< a, b used by the UMAP in `umap`
-    bool umap_deterministic = false;             ///< the UMAP ran its deterministic SGD
-    std::uint64_t umap_seed = 0;
-    std::optional<std::string> leiden_key;
-    std::vector<std::int32_t> leiden;
-    double modularity = 0.0;                     ///< of the Leiden labels (resolution applied)
-    double leiden_resolution = 1.0;              ///< settings behind `leiden`
-    std::uint64_t leiden_seed = 0;
-    std::optional<std::string> markers_key;
-    std::vector<MarkerGroup> markers;
-    std::string markers_method;                  ///< "t-test" or "wilcoxon"
+};
 
+/// The pipeline's steps, each with the Options it ran with, its inputs' versions and its
+/// Result (StepState). Touched only on the compute thread.
+struct StageCache {
+    std::uint64_t clock = 0;  ///< versions handed out (StepState::update)
+    /// The settings of the latest run (the uns params of an export).
+    std::optional<PipelineSettings> settings;
+    StepState<PreprocessOptions, PreprocessResult> preprocess;
+    StepState<HvgStepOptions, HvgStepResult> hvg;
+    StepState<ScaleStepOptions, ScaleStepResult> scale;
+    StepState<PcaOptions, PcaResult> pca;
+    StepState<NeighborsOptions, NeighborsResult> neighbors;
+    StepState<UmapOptions, UmapResult> umap;
+    StepState<LeidenOptions, LeidenResult> leiden;
+    StepState<RankGenesGroupsOptions, std::vector<MarkerGroup>> markers;
+
+    /// Marks every step inactive (before a run, which re-activates those it reaches).
+    void deactivate() {
+        preprocess.deactivate();
+        hvg.deactivate();
+        scale.deactivate();
+        pca.deactivate();
+        neighbors.deactivate();
+        umap.deactivate();
+        leiden.deactivate();
+        markers.deactivate();
+    }
     void clear() { *this = StageCache{}; }
 };
 
