@@ -59,7 +59,8 @@ MarkersPanel::MarkersPanel(QWidget* parent) : QWidget(parent) {
     auto* set_reference = new QPushButton(tr("Set reference"), this);
     set_reference->setToolTip(tr("Store the current selection as the reference group"));
     m_method = new QComboBox(this);
-    m_method->addItems({QStringLiteral("t-test"), QStringLiteral("wilcoxon")});
+    for (const auto method : {MarkerMethod::TTest, MarkerMethod::Wilcoxon})
+        m_method->addItem(QString::fromUtf8(marker_method_name(method)), static_cast<int>(method));
     buttons->addWidget(versus_rest);
     buttons->addWidget(set_reference);
     buttons->addWidget(m_versus_reference);
@@ -100,7 +101,7 @@ void MarkersPanel::setResult(const MaskMarkers& result) {
     m_table->sortByColumn(-1, Qt::AscendingOrder);  // rank order until the user sorts
     m_export->setEnabled(!result.markers.genes.empty());
     setStatus(tr("%1: %2 selected cells vs %3 %4 cells, %5 genes")
-                  .arg(QString::fromStdString(result.method))
+                  .arg(QString::fromUtf8(marker_method_name(result.method)))
                   .arg(result.num_group_cells)
                   .arg(result.num_reference_cells)
                   .arg(QString::fromStdString(result.reference))
@@ -115,7 +116,7 @@ void MarkersPanel::setReferenceCount(qint64 count) {
     m_reference->setText(count > 0 ? tr("reference: %1 cells").arg(count) : tr("reference: none"));
 }
 
-QString MarkersPanel::method() const { return m_method->currentText(); }
+MarkerMethod MarkersPanel::method() const { return static_cast<MarkerMethod>(m_method->currentData().toInt()); }
 bool MarkersPanel::hasResult() const { return m_model->rowCount() > 0; }
 
 }  // namespace fathom::ui

@@ -47,8 +47,8 @@ public:
     QString status() const;
     /// Cells in the stored reference selection (0 = none; "vs reference" is disabled).
     void setReferenceCount(qint64 count);
-    /// "t-test" or "wilcoxon".
-    QString method() const;
+    /// The chosen test (t-test or Wilcoxon).
+    MarkerMethod method() const;
     /// Whether a result is shown (Export is enabled).
     bool hasResult() const;
     MarkerTableModel* model() const { return m_model; }

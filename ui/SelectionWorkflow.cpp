@@ -234,7 +234,7 @@ bool SelectionWorkflow::computeMarkers(bool versus_reference) {
     std::vector<std::uint8_t> reference;
     if (versus_reference) reference = selection_mask(*m_reference, num_cells);
     MaskMarkersOptions options;
-    options.method = m_markers->method().toStdString();
+    options.method = m_markers->method();
     Pending<MaskMarkers> pending;
     try {
         pending = m_window.engine().mask_markers(m_controller->mask(), std::move(reference), options);

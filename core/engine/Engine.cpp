@@ -44,6 +44,7 @@ JobHandle Engine::open(std::string path) {
         const DeviceSpec devices = DeviceSpec::parse(state->config.devices);
         io::OpenedDataset opened = io::open_dataset(path, detail::read_options(state->config.read));
         auto data = std::make_shared<detail::LoadedData>();
+        std::uint64_t clock = state->cache.clock;  // versions keep increasing across datasets
         data->devices = devices;
         std::vector<std::int64_t> offsets = opened.source->row_offsets();
         const std::int64_t csr_bytes = 8 * (opened.meta.shape.num_cells + 1) + 8 * opened.meta.nnz;
@@ -52,9 +53,11 @@ JobHandle Engine::open(std::string path) {
         if (budget < 0 || csr_bytes > budget) {
             // Out-of-core: one streamed pass for QC and the normalised moments.
             data->streamed = true;
-            state->begin_step(ctx, "qc");
-            data->streamed_stats = detail::stream_statistics(*opened.source, opened.meta.var.index(), ctx);
-            data->qc = data->streamed_stats.qc;
+            data->qc_step.update(QcOptions{}, {}, clock, [&] {
+                state->begin_step(ctx, "qc");
+                data->streamed_stats = detail::stream_statistics(*opened.source, opened.meta.var.index(), ctx);
+                return data->streamed_stats.qc;
+            });
             data->integer_counts = data->streamed_stats.integer_counts;
             data->row_offsets = std::move(offsets);
             data->meta = std::move(opened.meta);
@@ -64,11 +67,15 @@ JobHandle Engine::open(std::string path) {
             data->meta = std::move(opened.meta);
             data->integer_counts =
                 data->meta.integer_counts_known ? data->meta.integer_counts : all_integer(data->raw, ctx);
-            state->begin_step(ctx, "qc");
-            data->qc = calculate_qc_metrics(data->raw, data->meta.var.index(), QcOptions{}, ctx);
+            data->qc_step.update(QcOptions{}, {}, clock, [&] {
+                state->begin_step(ctx, "qc");
+                return calculate_qc_metrics(data->raw, data->meta.var.index(), QcOptions{}, ctx);
+            });
         }
 
+        // The new dataset's steps start from its QC's version.
         state->cache.clear();
+        state->cache.clock = clock;
         {
             std::lock_guard lock(state->mutex);
             state->data = data;

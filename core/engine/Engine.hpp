@@ -163,7 +163,7 @@ struct ObsAnnotation {
 
 /// Options of Engine::mask_markers.
 struct MaskMarkersOptions {
-    std::string method = "t-test";  ///< "t-test" or "wilcoxon" (as PipelineSettings::markers)
+    MarkerMethod method = MarkerMethod::TTest;  ///< the test (as PipelineSettings::markers)
     int num_genes = 100;            ///< top genes kept; 0 = every tested gene
 };
 
@@ -173,7 +173,7 @@ struct MaskMarkersOptions {
 struct MaskMarkers {
     MarkerGroup markers;                  ///< group "selection", best first
     std::string reference;                ///< "rest" or "reference"
-    std::string method;                   ///< "t-test" or "wilcoxon"
+    MarkerMethod method = MarkerMethod::TTest;  ///< the test that ran
     std::int64_t num_group_cells = 0;
     std::int64_t num_reference_cells = 0;
 };

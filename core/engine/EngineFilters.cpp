@@ -70,10 +70,10 @@ std::vector<GeneColumnCache::Column> cached_gene_columns(const LoadedData& data,
         io::OpenedDataset reopened = io::open_dataset(data.meta.path, read);
         fetched = stream_gene_columns(*reopened.source, data.row_offsets, missing, config.stream_block_nnz, ctx);
         if (options.layer == FilterLayer::LogNorm)
-            for (auto& column : fetched) lognorm_in_place(column, data.qc.total_counts, options.target_sum);
+            for (auto& column : fetched) lognorm_in_place(column, data.qc().total_counts, options.target_sum);
     } else {
         std::lock_guard lock(data.raw_mutex);
-        fetched = filter_gene_values(data.raw, missing, data.qc.total_counts, options, ctx);
+        fetched = filter_gene_values(data.raw, missing, data.qc().total_counts, options, ctx);
     }
     for (std::size_t index = 0; index < missing.size(); ++index) {
         auto column = std::make_shared<const std::vector<float>>(std::move(fetched[index]));
@@ -188,7 +188,7 @@ Pending<GeneValues> Engine::gene_set_score(std::vector<std::string> genes, bool 
             std::lock_guard lock(data->raw_mutex);
             GeneSetScoreOptions options;
             options.subtract_control = subtract_control;
-            score = score_gene_set(data->raw, indices, data->qc.total_counts, options, ctx);
+            score = score_gene_set(data->raw, indices, data->qc().total_counts, options, ctx);
         }
         const auto snapshot = current_snapshot(*state);
         const auto rows = analysed_rows(snapshot.get(), data->raw.num_cells());

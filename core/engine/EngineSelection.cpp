@@ -134,8 +134,6 @@ JobHandle Engine::remove_obs_annotation(std::string name) {
 
 Pending<MaskMarkers> Engine::mask_markers(std::vector<std::uint8_t> group, std::vector<std::uint8_t> reference,
                                          MaskMarkersOptions options) {
-    if (options.method != "t-test" && options.method != "wilcoxon")
-        throw std::invalid_argument("MaskMarkersOptions::method must be t-test or wilcoxon (got '" + options.method + "')");
     if (options.num_genes < 0) throw std::invalid_argument("MaskMarkersOptions::num_genes must be >= 0");
     auto state = m_state;
     auto slot = std::make_shared<ResultSlot<MaskMarkers>>();
@@ -182,7 +180,7 @@ Pending<MaskMarkers> Engine::mask_markers(std::vector<std::uint8_t> group, std::
             throw std::invalid_argument("markers: the " + reference_name + " has " + std::to_string(in_reference) +
                                         " cells; at least 2 are needed");
         RankGenesGroupsOptions rank_options;
-        rank_options.method = options.method == "wilcoxon" ? MarkerMethod::Wilcoxon : MarkerMethod::TTest;
+        rank_options.method = options.method;
         rank_options.num_genes = options.num_genes;
         validate(rank_options);
         const std::vector<std::string> names = {"selection", reference_name};

@@ -159,7 +159,7 @@ PreprocessResult run_preprocess(const LoadedData& data, const PreprocessOptions&
         // (the recipe needs integer counts, see run_pipeline); the scale step copies
         // only the HVG columns.
         std::lock_guard lock(data.raw_mutex);
-        Zheng17Moments moments = zheng17_moments(data.raw, zheng17_options(options, num_top_genes), ctx, &data.qc);
+        Zheng17Moments moments = zheng17_moments(data.raw, zheng17_options(options, num_top_genes), ctx, &data.qc());
         out.kept_cells = std::move(cells);
         out.kept_genes = compose(genes, moments.gene_filter.keep);
         out.n_counts_all = moments.normalization.counts_per_cell;
@@ -351,7 +351,7 @@ void run_pipeline(Engine::State& state, const PipelineSettings& settings, JobCon
     auto& clock = cache.clock;
     const auto step = [&](PipelineStep which) { state.begin_step(ctx, step_name(which)); };
     const PreprocessOptions preprocess = preprocess_options(settings, *data);
-    cache.preprocess.update(preprocess, {}, clock, [&] {
+    cache.preprocess.update(preprocess, {data->qc_step.version()}, clock, [&] {
         step(PipelineStep::Preprocess);
         return run_preprocess(*data, preprocess, settings.num_top_genes, ctx);
     });
@@ -471,10 +471,10 @@ std::shared_ptr<AnalysisSnapshot> build_snapshot(const Engine::State& state, con
         for (auto cell : cells) out.push_back(values[static_cast<std::size_t>(cell)]);
         return out;
     };
-    obs->set("n_genes_by_counts", IntColumn{per_cell(data.qc.n_genes_by_counts), {}});
-    obs->set("total_counts", FloatColumn{per_cell(data.qc.total_counts)});
-    obs->set("total_counts_mt", FloatColumn{per_cell(data.qc.total_counts_mt)});
-    obs->set("pct_counts_mt", FloatColumn{per_cell(data.qc.pct_counts_mt)});
+    obs->set("n_genes_by_counts", IntColumn{per_cell(data.qc().n_genes_by_counts), {}});
+    obs->set("total_counts", FloatColumn{per_cell(data.qc().total_counts)});
+    obs->set("total_counts_mt", FloatColumn{per_cell(data.qc().total_counts_mt)});
+    obs->set("pct_counts_mt", FloatColumn{per_cell(data.qc().pct_counts_mt)});
     if (analysed && !pre->n_counts_all.empty()) {
         // n_counts_all is per row of `normalized`; map to the final cells.
         std::vector<double> values;
@@ -489,10 +489,10 @@ std::shared_ptr<AnalysisSnapshot> build_snapshot(const Engine::State& state, con
 
     // var: the file's columns, QC, HVG statistics (NaN for genes the recipe dropped).
     auto var = std::make_shared<Table>(data.meta.var);
-    var->set("n_cells_by_counts", IntColumn{data.qc.n_cells_by_counts, {}});
-    var->set("mean_counts", FloatColumn{data.qc.mean_counts});
-    var->set("total_counts", FloatColumn{data.qc.gene_total_counts});
-    var->set("mt", BoolColumn{data.qc.mito_genes, {}});
+    var->set("n_cells_by_counts", IntColumn{data.qc().n_cells_by_counts, {}});
+    var->set("mean_counts", FloatColumn{data.qc().mean_counts});
+    var->set("total_counts", FloatColumn{data.qc().gene_total_counts});
+    var->set("mt", BoolColumn{data.qc().mito_genes, {}});
     const auto num_genes = static_cast<std::size_t>(data.meta.shape.num_genes);
     if (analysed && !selected->hvg.highly_variable.empty()) {
         const HvgResult& hvg = selected->hvg;

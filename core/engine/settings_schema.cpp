@@ -201,9 +201,10 @@ std::vector<SettingSpec> make_schema() {
                            .switch_name = "run_markers"},
                           [](auto& s) -> auto& { return s.markers.method; },
                           std::vector<std::pair<MarkerMethod, SettingChoice>>{
-                              {MarkerMethod::TTest, {"t-test", "t-test"}},
-                              {MarkerMethod::TTestOverestimVar, {"t-test_overestim_var", "t-test (overestimated variance)"}},
-                              {MarkerMethod::Wilcoxon, {"wilcoxon", "Wilcoxon"}}}));
+                              {MarkerMethod::TTest, {marker_method_name(MarkerMethod::TTest), "t-test"}},
+                              {MarkerMethod::TTestOverestimVar,
+                               {marker_method_name(MarkerMethod::TTestOverestimVar), "t-test (overestimated variance)"}},
+                              {MarkerMethod::Wilcoxon, {marker_method_name(MarkerMethod::Wilcoxon), "Wilcoxon"}}}));
     rows.push_back(integer({.name = "random_state", .cli_flag = "--seed", .label = "random_state",
                             .steps = {S::Pca, S::Neighbors, S::Umap, S::Leiden}, .minimum = 0, .maximum = 2147483647,
                             .help = "seed of every randomised step (PCA's Lanczos start, the kNN search, UMAP, Leiden)",

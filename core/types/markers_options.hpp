@@ -1,6 +1,7 @@
 #pragma once
 /// Options of the marker-gene tests (core/algo/markers.hpp).
 #include <optional>
+#include <string_view>
 
 namespace fathom {
 
@@ -10,6 +11,23 @@ enum class MarkerMethod {
     TTestOverestimVar, ///< 't-test_overestim_var': as TTest with the rest's n replaced by the group's n
     Wilcoxon,          ///< 'wilcoxon': Mann-Whitney U as a normal z-score (rank sums over all labelled cells)
 };
+
+/// scanpy's name of `method` ("t-test", "t-test_overestim_var", "wilcoxon").
+constexpr const char* marker_method_name(MarkerMethod method) noexcept {
+    switch (method) {
+        case MarkerMethod::TTest: return "t-test";
+        case MarkerMethod::TTestOverestimVar: return "t-test_overestim_var";
+        case MarkerMethod::Wilcoxon: return "wilcoxon";
+    }
+    return "?";
+}
+
+/// The method scanpy names `name`; unset when none.
+constexpr std::optional<MarkerMethod> marker_method_named(std::string_view name) noexcept {
+    for (const auto method : {MarkerMethod::TTest, MarkerMethod::TTestOverestimVar, MarkerMethod::Wilcoxon})
+        if (name == marker_method_name(method)) return method;
+    return std::nullopt;
+}
 
 /// The multiple-testing correction of the p-values (scanpy's `corr_method`), applied per
 /// group over ALL tested genes, before the top genes are selected.

@@ -38,7 +38,10 @@ struct LoadedData {
     ShardSet raw;
     std::string device_note;          ///< DatasetSummary::device_note
     mutable std::mutex raw_mutex;
-    QcResult qc;                      ///< on the raw counts, at open
+    /// The QC step (calculate_qc_metrics on the raw counts; streamed: from the first
+    /// pass), run once at open: the dataset's first step, read by preprocessing.
+    StepState<QcOptions, QcResult> qc_step;
+    const QcResult& qc() const { return *qc_step.result(); }
     bool integer_counts = false;
     /// Out-of-core: `raw` is empty and the matrix is streamed from meta.path; the first
     /// pass's statistics are kept here.
