@@ -205,6 +205,12 @@ std::vector<SettingSpec> make_schema() {
                               {MarkerMethod::TTestOverestimVar,
                                {marker_method_name(MarkerMethod::TTestOverestimVar), "t-test (overestimated variance)"}},
                               {MarkerMethod::Wilcoxon, {marker_method_name(MarkerMethod::Wilcoxon), "Wilcoxon"}}}));
+    rows.push_back(integer({.name = "n_genes", .cli_flag = "--marker-genes", .label = "n_genes", .steps = {S::Markers},
+                            .minimum = 0, .maximum = 100000, .increment = 50,
+                            .help = "marker genes kept per cluster, the top by score (rank_genes_groups n_genes; "
+                                    "0 = every gene)",
+                            .switch_name = "run_markers"},
+                           [](auto& s) -> auto& { return s.markers.num_genes; }));
     rows.push_back(integer({.name = "random_state", .cli_flag = "--seed", .label = "random_state",
                             .steps = {S::Pca, S::Neighbors, S::Umap, S::Leiden}, .minimum = 0, .maximum = 2147483647,
                             .help = "seed of every randomised step (PCA's Lanczos start, the kNN search, UMAP, Leiden)",
