@@ -144,6 +144,54 @@ ShardSet ShardSet::make_cpu(ShardedCsr matrix) {
     return ShardSet(std::move(backends), genes);
 }
 
+ShardSet ShardSet::distributed(std::vector<std::unique_ptr<Backend>> local, std::int64_t num_genes,
+                               std::shared_ptr<Comm> comm, std::vector<RowRange> layout, int first_shard) {
+    if (!comm) throw std::invalid_argument("ShardSet::distributed: comm is null");
+    if (first_shard < 0 || first_shard + static_cast<std::int64_t>(local.size()) > static_cast<std::int64_t>(layout.size()))
+        throw std::invalid_argument("ShardSet::distributed: shards [" + std::to_string(first_shard) + ", " +
+                                    std::to_string(first_shard + static_cast<std::int64_t>(local.size())) +
+                                    ") are not in the layout's " + std::to_string(layout.size()));
+    std::int64_t next_row = 0;
+    for (const RowRange& range : layout) {
+        if (range.begin != next_row || range.end < range.begin)
+            throw std::invalid_argument("ShardSet::distributed: the layout's row ranges are not contiguous from row 0");
+        next_row = range.end;
+    }
+    for (std::size_t index = 0; index < local.size(); ++index) {
+        const Backend& backend = *local[index];
+        const RowRange& range = layout[static_cast<std::size_t>(first_shard) + index];
+        if (backend.row_begin() != range.begin || backend.num_rows() != range.size() || backend.num_genes() != num_genes)
+            throw std::invalid_argument("ShardSet::distributed: " + backend.name() + " holds rows [" +
+                                        std::to_string(backend.row_begin()) + ", " +
+                                        std::to_string(backend.row_begin() + backend.num_rows()) + ") x " +
+                                        std::to_string(backend.num_genes()) + " genes; the layout says shard " +
+                                        std::to_string(first_shard + static_cast<int>(index)) + " is rows [" +
+                                        std::to_string(range.begin) + ", " + std::to_string(range.end) + ") x " +
+                                        std::to_string(num_genes));
+    }
+    ShardSet set;
+    set.m_backends = std::move(local);
+    set.m_num_genes = num_genes;
+    set.m_comm = std::move(comm);
+    set.m_layout = std::move(layout);
+    set.m_first = first_shard;
+    return set;
+}
+
+std::size_t ShardSet::local_index(int index) const {
+    if (!m_comm) return static_cast<std::size_t>(index);
+    if (!is_local(index))
+        throw std::out_of_range("ShardSet: shard " + std::to_string(index) + " is held by another rank (this rank holds " +
+                                std::to_string(m_first) + " to " + std::to_string(m_first + num_local_shards() - 1) + ")");
+    return static_cast<std::size_t>(index - m_first);
+}
+
+void ShardSet::share_layout(const ShardSet& other) {
+    m_comm = other.m_comm;
+    m_layout = other.m_layout;
+    m_first = other.m_first;
+}
+
 ShardSet ShardSet::clone() const {
     std::vector<std::unique_ptr<Backend>> backends;
     std::vector<std::string> notes = m_device_notes;
@@ -157,7 +205,8 @@ ShardSet ShardSet::clone() const {
             backends.push_back(std::make_unique<CpuBackend>(backend.to_host(), static_cast<int>(index)));
         }
     }
-    ShardSet copy(std::move(backends), m_num_genes);
+    ShardSet copy = m_comm ? distributed(std::move(backends), m_num_genes, m_comm, m_layout, m_first)
+                           : ShardSet(std::move(backends), m_num_genes);
     copy.m_device_notes = std::move(notes);
     return copy;
 }
@@ -189,7 +238,8 @@ ShardSet ShardSet::clone_columns(std::span<const std::uint8_t> keep, JobContext&
             notes[static_cast<std::size_t>(index)] = backend.name() + ": GPU out of memory; the copy of the kept genes and its "
                                                      "later steps ran on the CPU (" + copy->name() + ")";
     });
-    ShardSet copy(std::move(backends), kept);
+    ShardSet copy = m_comm ? distributed(std::move(backends), kept, m_comm, m_layout, m_first)
+                           : ShardSet(std::move(backends), kept);
     copy.m_device_notes = m_device_notes;
     for (auto& note : notes)
         if (!note.empty()) copy.m_device_notes.push_back(std::move(note));
@@ -197,18 +247,25 @@ ShardSet ShardSet::clone_columns(std::span<const std::uint8_t> keep, JobContext&
 }
 
 MatrixShape ShardSet::shape() const noexcept {
+    if (m_comm) return {m_layout.empty() ? 0 : m_layout.back().end, m_num_genes};
     std::int64_t cells = 0;
     for (const auto& backend : m_backends) cells += backend->num_rows();
     return {cells, m_num_genes};
 }
 
-std::int64_t ShardSet::nnz() const noexcept {
+std::int64_t ShardSet::nnz() const {
+    std::vector<std::int64_t> local;
+    for (const auto& backend : m_backends) local.push_back(backend->nnz());
+    const auto parts = all_parts(
+        std::move(local), [](ByteWriter& out, std::int64_t part) { out.put(part); },
+        [](ByteReader& in) { return in.get<std::int64_t>(); });
     std::int64_t total = 0;
-    for (const auto& backend : m_backends) total += backend->nnz();
+    for (const auto part : parts) total += part;
     return total;
 }
 
 std::vector<RowRange> ShardSet::row_ranges() const {
+    if (m_comm) return m_layout;
     std::vector<RowRange> ranges;
     for (const auto& backend : m_backends)
         ranges.push_back({backend->row_begin(), backend->row_begin() + backend->num_rows()});
@@ -225,13 +282,17 @@ std::string ShardSet::describe() const {
 }
 
 ShardedCsr ShardSet::to_host() const {
+    if (m_comm && m_comm->size() > 1)
+        throw std::logic_error("ShardSet::to_host: the matrix of a set spread over " + std::to_string(m_comm->size()) +
+                               " ranks is never gathered");
     std::vector<CsrShard> shards;
     for (const auto& backend : m_backends) shards.push_back(backend->to_host());
     return ShardedCsr(shape(), std::move(shards));
 }
 
 void ShardSet::for_each_shard(const std::function<void(int)>& fn) const {
-    const int shards = num_shards();
+    const int shards = num_local_shards();
+    if (shards == 0) return;
     if (shards == 1) {
         fn(0);
         return;
@@ -286,11 +347,93 @@ void check_global_request(const char* function, const ColumnStatsRequest& reques
     if (!request.row_mask.empty()) check_global(function, "row_mask", request.row_mask.size(), cells);
 }
 
+// ---- partials between ranks ----
+
+template <typename T>
+void put_matrix(ByteWriter& out, const DenseMatrix<T>& matrix) {
+    out.put(matrix.rows());
+    out.put(matrix.cols());
+    out.put_vector(std::span<const T>(matrix.values()));
+}
+
+template <typename T>
+DenseMatrix<T> get_matrix(ByteReader& in) {
+    const auto rows = in.get<std::int64_t>();
+    const auto cols = in.get<std::int64_t>();
+    std::vector<T> values = in.get_vector<T>();
+    if (static_cast<std::int64_t>(values.size()) != rows * cols)
+        throw std::runtime_error("ShardSet: a matrix from another rank has the wrong size");
+    DenseMatrix<T> matrix(rows, cols);
+    std::copy(values.begin(), values.end(), matrix.values().begin());
+    return matrix;
+}
+
+void put(ByteWriter& out, const RowStats& part) {
+    out.put_vector(std::span<const double>(part.total));
+    out.put_vector(std::span<const std::int64_t>(part.nnz));
+    out.put_vector(std::span<const double>(part.subset_total));
+}
+
+RowStats get_row_stats(ByteReader& in) {
+    RowStats part;
+    part.total = in.get_vector<double>();
+    part.nnz = in.get_vector<std::int64_t>();
+    part.subset_total = in.get_vector<double>();
+    return part;
+}
+
+void put(ByteWriter& out, const ColumnStats& part) {
+    out.put(part.num_rows);
+    out.put_vector(std::span<const double>(part.sum));
+    out.put_vector(std::span<const double>(part.sum_squares));
+    out.put_vector(std::span<const std::int64_t>(part.nnz));
+}
+
+ColumnStats get_column_stats(ByteReader& in) {
+    ColumnStats part;
+    part.num_rows = in.get<std::int64_t>();
+    part.sum = in.get_vector<double>();
+    part.sum_squares = in.get_vector<double>();
+    part.nnz = in.get_vector<std::int64_t>();
+    return part;
+}
+
+void put(ByteWriter& out, const GroupColumnStats& part) {
+    out.put_vector(std::span<const std::int64_t>(part.group_sizes));
+    put_matrix(out, part.sum);
+    put_matrix(out, part.sum_squares);
+    put_matrix(out, part.nnz);
+}
+
+GroupColumnStats get_group_column_stats(ByteReader& in) {
+    GroupColumnStats part;
+    part.group_sizes = in.get_vector<std::int64_t>();
+    part.sum = get_matrix<double>(in);
+    part.sum_squares = get_matrix<double>(in);
+    part.nnz = get_matrix<std::int64_t>(in);
+    return part;
+}
+
+void put(ByteWriter& out, const GramResult& part) {
+    out.put(part.num_rows);
+    put_matrix(out, part.gram);
+    out.put_vector(std::span<const double>(part.column_sums));
+}
+
+GramResult get_gram(ByteReader& in) {
+    GramResult part;
+    part.num_rows = in.get<std::int64_t>();
+    part.gram = get_matrix<double>(in);
+    part.column_sums = in.get_vector<double>();
+    return part;
+}
+
 }  // namespace
 
 RowStats ShardSet::row_stats(std::span<const std::uint8_t> gene_mask, JobContext& ctx) const {
     std::vector<RowStats> parts(m_backends.size());
     for_each_shard([&](int index) { parts[static_cast<std::size_t>(index)] = m_backends[static_cast<std::size_t>(index)]->row_stats(gene_mask, ctx); });
+    parts = all_parts(std::move(parts), [](ByteWriter& out, const RowStats& part) { put(out, part); }, get_row_stats);
     RowStats stats;
     for (auto& part : parts) {
         stats.total.insert(stats.total.end(), part.total.begin(), part.total.end());
@@ -311,6 +454,7 @@ ColumnStats ShardSet::column_stats(const ColumnStatsRequest& request, JobContext
         const auto& backend = *m_backends[static_cast<std::size_t>(index)];
         parts[static_cast<std::size_t>(index)] = backend.column_stats(slice_request(request, backend), ctx);
     });
+    parts = all_parts(std::move(parts), [](ByteWriter& out, const ColumnStats& part) { put(out, part); }, get_column_stats);
     for (const auto& part : parts) accumulate(total, part);
     return total;
 }
@@ -331,6 +475,8 @@ GroupColumnStats ShardSet::group_column_stats(std::span<const std::int32_t> labe
         parts[static_cast<std::size_t>(index)] =
             backend.group_column_stats(slice(labels, backend), num_groups, slice_request(request, backend), ctx);
     });
+    parts = all_parts(std::move(parts), [](ByteWriter& out, const GroupColumnStats& part) { put(out, part); },
+                      get_group_column_stats);
     for (const auto& part : parts) accumulate(total, part);
     return total;
 }
@@ -338,6 +484,9 @@ GroupColumnStats ShardSet::group_column_stats(std::span<const std::int32_t> labe
 std::vector<float> ShardSet::gene_column(std::int32_t gene, JobContext& ctx) const {
     std::vector<std::vector<float>> parts(m_backends.size());
     for_each_shard([&](int index) { parts[static_cast<std::size_t>(index)] = m_backends[static_cast<std::size_t>(index)]->gene_column(gene, ctx); });
+    parts = all_parts(
+        std::move(parts), [](ByteWriter& out, const std::vector<float>& part) { out.put_vector(std::span<const float>(part)); },
+        [](ByteReader& in) { return in.get_vector<float>(); });
     std::vector<float> column;
     column.reserve(static_cast<std::size_t>(num_cells()));
     for (const auto& part : parts) column.insert(column.end(), part.begin(), part.end());
@@ -351,6 +500,7 @@ GramResult ShardSet::gram(GeneBlock genes, const Standardization& standardizatio
     total.column_sums.assign(static_cast<std::size_t>(block), 0.0);
     std::vector<GramResult> parts(m_backends.size());
     for_each_shard([&](int index) { parts[static_cast<std::size_t>(index)] = m_backends[static_cast<std::size_t>(index)]->gram(genes, standardization, ctx); });
+    parts = all_parts(std::move(parts), [](ByteWriter& out, const GramResult& part) { put(out, part); }, get_gram);
     for (const auto& part : parts) accumulate(total, part);
     return total;
 }
@@ -359,6 +509,8 @@ DenseMatrix<double> ShardSet::project(const ProjectionRequest& request, JobConte
     if (request.loadings == nullptr) throw std::invalid_argument("ShardSet::project: loadings is required");
     std::vector<DenseMatrix<double>> parts(m_backends.size());
     for_each_shard([&](int index) { parts[static_cast<std::size_t>(index)] = m_backends[static_cast<std::size_t>(index)]->project(request, ctx); });
+    parts = all_parts(std::move(parts), [](ByteWriter& out, const DenseMatrix<double>& part) { put_matrix(out, part); },
+                      get_matrix<double>);
     const std::int64_t components = request.loadings->cols();
     DenseMatrix<double> scores(num_cells(), components, 0.0);
     std::int64_t row = 0;
@@ -388,20 +540,25 @@ void ShardSet::subset_columns(std::span<const std::uint8_t> keep, JobContext& ct
 
 void ShardSet::subset_rows(std::span<const std::uint8_t> keep, JobContext& ctx) {
     check_global("subset_rows", "keep", keep.size(), num_cells());
-    // New first rows: kept rows in all earlier shards.
-    std::vector<std::int64_t> new_begin(m_backends.size(), 0);
+    // New first rows: kept rows in all earlier shards (of every rank when distributed).
+    const std::vector<RowRange> ranges = row_ranges();
+    std::vector<std::int64_t> new_begin(ranges.size(), 0);
+    std::vector<RowRange> layout(ranges.size());
     std::int64_t kept = 0;
-    for (std::size_t index = 0; index < m_backends.size(); ++index) {
+    for (std::size_t index = 0; index < ranges.size(); ++index) {
         new_begin[index] = kept;
-        const auto local = slice(keep, *m_backends[index]);
-        kept += std::count_if(local.begin(), local.end(), [](std::uint8_t flag) { return flag != 0; });
+        kept += std::count_if(keep.begin() + ranges[index].begin, keep.begin() + ranges[index].end,
+                              [](std::uint8_t flag) { return flag != 0; });
+        layout[index] = {new_begin[index], kept};
     }
     // Slices are taken before any shard changes its row_begin.
     std::vector<std::span<const std::uint8_t>> locals;
     for (const auto& backend : m_backends) locals.push_back(slice(keep, *backend));
     for_each_shard_in_place("subset_rows", ctx, [&](Backend& backend, int index) {
-        backend.subset_rows(locals[static_cast<std::size_t>(index)], new_begin[static_cast<std::size_t>(index)], ctx);
+        backend.subset_rows(locals[static_cast<std::size_t>(index)],
+                            new_begin[static_cast<std::size_t>(m_first + index)], ctx);
     });
+    if (m_comm) m_layout = std::move(layout);
 }
 
 }  // namespace fathom

@@ -5,6 +5,7 @@
 /// bit-identical from run to run.
 #include <cstdint>
 #include <functional>
+#include <stdexcept>
 #include <memory>
 #include <span>
 #include <string>
@@ -13,6 +14,7 @@
 
 #include "core/backend/Backend.hpp"
 #include "core/data/ShardedCsr.hpp"
+#include "core/types/Comm.hpp"
 
 namespace fathom {
 
@@ -56,6 +58,14 @@ public:
     /// contiguous from row 0 and agree on the number of genes. num_genes is used when
     /// the set is empty.
     explicit ShardSet(std::vector<std::unique_ptr<Backend>> backends, std::int64_t num_genes = 0);
+    /// One rank's part of a set spread over the ranks of `comm`: the set has one shard per
+    /// entry of `layout` (global row ranges, contiguous from row 0, in global shard order)
+    /// and this rank holds the shards [first_shard, first_shard + local.size()). Every
+    /// reduction gathers the other ranks' per-shard partials and combines all of them in
+    /// global shard order, so the results are bit-identical to one process holding the
+    /// same shards. Functions are collective: every rank calls them in the same order.
+    static ShardSet distributed(std::vector<std::unique_ptr<Backend>> local, std::int64_t num_genes,
+                                std::shared_ptr<Comm> comm, std::vector<RowRange> layout, int first_shard);
     ShardSet(ShardSet&&) noexcept = default;
     ShardSet& operator=(ShardSet&&) noexcept = default;
 
@@ -67,18 +77,29 @@ public:
     /// clone() followed by subset_columns() but without copying the dropped columns.
     ShardSet clone_columns(std::span<const std::uint8_t> keep, JobContext& ctx) const;
 
-    int num_shards() const noexcept { return static_cast<int>(m_backends.size()); }
-    Backend& shard(int index) { return *m_backends.at(static_cast<std::size_t>(index)); }
-    const Backend& shard(int index) const { return *m_backends.at(static_cast<std::size_t>(index)); }
+    /// Shards of the whole set (on every rank when distributed).
+    int num_shards() const noexcept { return m_comm ? static_cast<int>(m_layout.size()) : static_cast<int>(m_backends.size()); }
+    /// Shards this process holds: global indices [first_local_shard(), + num_local_shards()).
+    int num_local_shards() const noexcept { return static_cast<int>(m_backends.size()); }
+    int first_local_shard() const noexcept { return m_first; }
+    bool is_local(int index) const noexcept { return index >= m_first && index < m_first + num_local_shards(); }
+    /// Spread over ranks (distributed()); null for a set held by one process.
+    const std::shared_ptr<Comm>& comm() const noexcept { return m_comm; }
+    /// The shard of global index `index`; throws std::out_of_range for a shard another
+    /// rank holds.
+    Backend& shard(int index) { return *m_backends.at(local_index(index)); }
+    const Backend& shard(int index) const { return *m_backends.at(local_index(index)); }
     MatrixShape shape() const noexcept;
     std::int64_t num_cells() const noexcept { return shape().num_cells; }
     std::int64_t num_genes() const noexcept { return m_num_genes; }
-    std::int64_t nnz() const noexcept;
+    /// Stored entries of the whole set (collective when distributed).
+    std::int64_t nnz() const;
     /// Current row range of every shard, in order.
     std::vector<RowRange> row_ranges() const;
     /// "cpu:0,cpu:1" — the backends' names joined.
     std::string describe() const;
-    /// Host copy of the whole matrix, shard by shard (outputs and tests only).
+    /// Host copy of the whole matrix, shard by shard (outputs and tests only). A
+    /// distributed set never gathers its matrix: it throws std::logic_error.
     ShardedCsr to_host() const;
     /// One line per shard that left its device because the device ran out of memory
     /// (see "in-place, on every shard"), in the order it happened; copies inherit them.
@@ -123,10 +144,45 @@ private:
     /// moving a shard whose device runs out of memory to the CPU as described above.
     void for_each_shard_in_place(const char* step, JobContext& ctx, const std::function<void(Backend&, int)>& fn);
 
+    std::size_t local_index(int index) const;
+    /// Every shard's partial in global shard order: `local` (one per local shard) on one
+    /// process; gathered from every rank (write / read serialise one partial) when
+    /// distributed.
+    template <typename Part, typename Write, typename Read>
+    std::vector<Part> all_parts(std::vector<Part> local, Write write, Read read) const;
+    /// Copies the distribution (comm, layout, first shard) of `other`.
+    void share_layout(const ShardSet& other);
+
     std::vector<std::unique_ptr<Backend>> m_backends;
     std::int64_t m_num_genes = 0;
     std::vector<std::string> m_device_notes;
+    // Distributed sets only.
+    std::shared_ptr<Comm> m_comm;
+    std::vector<RowRange> m_layout;   ///< global row range of every shard
+    int m_first = 0;                  ///< global index of m_backends[0]
 };
+
+template <typename Part, typename Write, typename Read>
+std::vector<Part> ShardSet::all_parts(std::vector<Part> local, Write write, Read read) const {
+    if (!m_comm) return local;
+    ByteWriter out;
+    for (const Part& part : local) write(out, part);
+    const std::vector<Bytes> gathered = m_comm->all_gather(out.bytes());
+    std::vector<Part> parts;
+    parts.reserve(m_layout.size());
+    for (std::size_t rank = 0; rank < gathered.size(); ++rank) {
+        if (static_cast<int>(rank) == m_comm->rank()) {
+            for (Part& part : local) parts.push_back(std::move(part));
+            continue;
+        }
+        ByteReader in(gathered[rank]);
+        while (!in.done()) parts.push_back(read(in));
+    }
+    if (parts.size() != m_layout.size())
+        throw std::runtime_error("ShardSet: gathered " + std::to_string(parts.size()) + " partials for " +
+                                 std::to_string(m_layout.size()) + " shards");
+    return parts;
+}
 
 /// Adds `other` into `total` (same number of genes). Used by the reductions; public
 /// for backends and tests.

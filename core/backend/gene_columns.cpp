@@ -166,6 +166,17 @@ std::vector<std::vector<float>> ShardSet::gene_columns(std::span<const std::int3
     for_each_shard([&](int index) {
         parts[static_cast<std::size_t>(index)] = m_backends[static_cast<std::size_t>(index)]->gene_columns(genes, ctx);
     });
+    parts = all_parts(
+        std::move(parts),
+        [](ByteWriter& out, const std::vector<std::vector<float>>& part) {
+            out.put(static_cast<std::uint64_t>(part.size()));
+            for (const auto& column : part) out.put_vector(std::span<const float>(column));
+        },
+        [](ByteReader& in) {
+            std::vector<std::vector<float>> part(static_cast<std::size_t>(in.get<std::uint64_t>()));
+            for (auto& column : part) column = in.get_vector<float>();
+            return part;
+        });
     if (parts.size() == 1) return std::move(parts.front());
     std::vector<std::vector<float>> columns(genes.size());
     const auto cells = static_cast<std::size_t>(num_cells());
