@@ -1,5 +1,6 @@
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <iomanip>
 #include <iostream>
 #include <map>
@@ -11,6 +12,7 @@
 
 #include "app/cli/commands.hpp"
 #include "app/cli/jobs.hpp"
+#include "app/cli/mpi_comm.hpp"
 #include "core/engine/Engine.hpp"
 #include "core/engine/csv_export.hpp"
 #include "core/engine/settings_schema.hpp"
@@ -24,9 +26,10 @@ namespace {
 /// Prints a live progress line (tty) or one line per stage (pipes, logs).
 class ProgressPrinter {
 public:
-    ProgressPrinter() : m_tty(::isatty(STDERR_FILENO) != 0) {}
+    /// A printer that is not `enabled` prints nothing (the ranks other than 0).
+    explicit ProgressPrinter(bool enabled = true) : m_tty(::isatty(STDERR_FILENO) != 0), m_enabled(enabled) {}
     void update(const JobStatus& status) {
-        if (status.stage.empty()) return;
+        if (status.stage.empty() || !m_enabled) return;
         const int percent = static_cast<int>(status.fraction * 100.0);
         if (m_tty) {
             std::ostringstream line;
@@ -46,6 +49,7 @@ public:
 
 private:
     bool m_tty;
+    bool m_enabled;
     std::string m_last_stage;
 };
 
@@ -125,6 +129,14 @@ PipelineSettings settings_from_command_line(const CLI::App& command, const std::
     return settings;
 }
 
+/// The settings as JSON, by setting name (--print-settings, the ranks' check).
+nlohmann::json settings_json(const PipelineSettings& settings) {
+    nlohmann::json out = nlohmann::json::object();
+    for (const auto& spec : pipeline_settings_schema())
+        out[spec.name] = std::visit([](const auto& value) { return nlohmann::json(value); }, spec.get(settings));
+    return out;
+}
+
 }  // namespace
 
 void add_run_command(CLI::App& app, int& exit_code) {
@@ -187,24 +199,70 @@ void add_run_command(CLI::App& app, int& exit_code) {
         exit_code = guarded([&] {
             const PipelineSettings settings = settings_from_command_line(*command, args->values, args->flags);
             if (args->print_settings) {
-                nlohmann::json printed = nlohmann::json::object();
-                for (const auto& spec : pipeline_settings_schema())
-                    printed[spec.name] = std::visit([](const auto& value) { return nlohmann::json(value); }, spec.get(settings));
-                std::cout << printed.dump(2) << "\n";
+                std::cout << settings_json(settings).dump(2) << "\n";
                 return static_cast<int>(Ok);
             }
             if (!args->output.ends_with(".h5ad")) throw std::invalid_argument("--out must name a .h5ad file");
 
+            // Under mpirun / srun every rank runs the same jobs on its own rows; rank 0
+            // prints, writes the output and the report.
+            const std::shared_ptr<Comm> comm = process_comm();
+            const bool ranks = comm->size() > 1;
+            const bool lead = comm->rank() == 0;
+            const std::string who = ranks ? "rank " + std::to_string(comm->rank()) + " of " + std::to_string(comm->size()) + ": " : "";
+            if (ranks) {
+                // Every rank must run the same command on the same file: refuse at start
+                // when one differs (every rank sees every rank's and exits alike).
+                std::error_code error;
+                const auto size = std::filesystem::file_size(args->input, error);
+                const auto modified = std::filesystem::last_write_time(args->input, error);
+                nlohmann::json command_line = {
+                    {"IN", args->input},
+                    {"IN size and time", std::to_string(error ? 0 : size) + "@" +
+                                              std::to_string(modified.time_since_epoch().count())},
+                    {"--out", args->output},
+                    {"--devices", args->devices},
+                    {"--memory-budget", args->memory_budget_gb},
+                    {"--no-matrix", args->no_matrix},
+                    {"--report", args->report},
+                    {"--export-csv", args->export_csv}};
+                const nlohmann::json by_name = settings_json(settings);
+                for (const auto& [name, value] : by_name.items()) command_line[name] = value;
+                const std::string text = command_line.dump();
+                const auto all = comm->all_gather(std::as_bytes(std::span(text.data(), text.size())));
+                const auto lead_line = nlohmann::json::parse(std::string(reinterpret_cast<const char*>(all[0].data()), all[0].size()));
+                for (std::size_t rank = 1; rank < all.size(); ++rank) {
+                    const auto line = nlohmann::json::parse(std::string(reinterpret_cast<const char*>(all[rank].data()), all[rank].size()));
+                    for (const auto& [key, value] : lead_line.items())
+                        if (line.value(key, nlohmann::json()) != value) {
+                            if (!lead) return static_cast<int>(Usage);  // rank 0 says why
+                            throw std::invalid_argument("rank " + std::to_string(rank) + " was started with another " + key +
+                                                        " than rank 0 (" + line.value(key, nlohmann::json()).dump() +
+                                                        " vs " + value.dump() + "): every rank must run the same command");
+                        }
+                }
+            }
             std::optional<InterruptScope> interrupt(std::in_place);
             const auto started = std::chrono::steady_clock::now();
             EngineConfig config;
+            config.comm = comm;
+            // Bytes moved between ranks, at the start of every step.
+            struct Traffic {
+                std::string step;
+                std::int64_t sent = 0, received = 0;
+            };
+            auto traffic = std::make_shared<std::vector<Traffic>>();
+            if (ranks)
+                config.step_observer = [comm, traffic](const std::string& step, JobContext&) {
+                    traffic->push_back({step, comm->bytes_sent(), comm->bytes_received()});
+                };
             config.devices = args->devices;
             config.device_provider = gpu::make_device_provider();
             config.memory_budget_bytes = args->memory_budget_gb < 0
                                              ? -1
                                              : static_cast<std::int64_t>(args->memory_budget_gb * 1024.0 * 1024.0 * 1024.0);
             Engine engine(config);
-            ProgressPrinter printer;
+            ProgressPrinter printer(lead);
             nlohmann::json report = {{"input", args->input},
                                      {"output", args->output},
                                      {"devices", args->devices},
@@ -213,9 +271,13 @@ void add_run_command(CLI::App& app, int& exit_code) {
             const auto step = [&](const JobHandle& handle) {
                 const JobStatus status = follow(handle, printer);
                 for (auto& entry : timings_json(status)) report["steps"].push_back(entry);
-                if (status.state == JobState::Failed) std::cerr << "fathom-cli: " << status.message << "\n";
-                if (status.state == JobState::Cancelled) std::cerr << "fathom-cli: cancelled\n";
-                return exit_code_for(status);
+                if (status.state == JobState::Failed) std::cerr << "fathom-cli: " << who << status.message << "\n";
+                if (status.state == JobState::Cancelled && lead) std::cerr << "fathom-cli: cancelled\n";
+                const int code = exit_code_for(status);
+                // A failure on one rank ends every rank at once (the others would wait in
+                // the next exchange), with this rank's exit code.
+                if (code != Ok && ranks) abort_all_ranks(code);
+                return code;
             };
             int code = step(engine.open(args->input));
             if (code == Ok) {
@@ -223,14 +285,14 @@ void add_run_command(CLI::App& app, int& exit_code) {
                 nlohmann::json shards = nlohmann::json::array();
                 for (const auto& name : opened->devices) shards.push_back(name);
                 report["shards"] = shards;
-                if (!opened->device_note.empty()) {
+                if (!opened->device_note.empty() && lead) {
                     std::cerr << "fathom-cli: " << opened->device_note << "\n";
                     report["device_note"] = opened->device_note;
                 }
             }
             if (code == Ok) code = step(engine.run(settings));
             if (code == Ok) code = step(engine.export_h5ad(args->output, !args->no_matrix));
-            if (code == Ok && !args->export_csv.empty()) fathom::export_csv(*engine.snapshot(), args->export_csv);
+            if (code == Ok && !args->export_csv.empty() && lead) fathom::export_csv(*engine.snapshot(), args->export_csv);
             interrupt.reset();
             if (code != Ok) return code;
 
@@ -242,6 +304,32 @@ void add_run_command(CLI::App& app, int& exit_code) {
             }
             const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
             report["total_wall_seconds"] = total;
+            // One entry per rank: its rows, the matrix bytes it read, its peak RSS and the
+            // bytes it sent and received in each step (gathered by rank 0).
+            nlohmann::json mine = {{"rank", comm->rank()},
+                                   {"host", comm->host()},
+                                   {"rows", {snapshot->dataset->local_rows_begin, snapshot->dataset->local_rows_end}},
+                                   {"matrix_bytes_read", snapshot->dataset->local_matrix_bytes}};
+            std::int64_t peak = 0;
+            for (const auto& entry : report["steps"]) peak = std::max(peak, entry["peak_rss_bytes"].get<std::int64_t>());
+            mine["peak_rss_bytes"] = peak;
+            nlohmann::json moved = nlohmann::json::array();
+            for (std::size_t index = 0; index < traffic->size(); ++index) {
+                const auto& begin = (*traffic)[index];
+                const std::int64_t sent_end = index + 1 < traffic->size() ? (*traffic)[index + 1].sent : comm->bytes_sent();
+                const std::int64_t received_end =
+                    index + 1 < traffic->size() ? (*traffic)[index + 1].received : comm->bytes_received();
+                moved.push_back({{"step", begin.step},
+                                 {"bytes_sent", sent_end - begin.sent},
+                                 {"bytes_received", received_end - begin.received}});
+            }
+            mine["steps"] = moved;
+            const std::string text = mine.dump();
+            nlohmann::json ranks_json = nlohmann::json::array();
+            for (const Bytes& entry : comm->all_gather(std::as_bytes(std::span(text.data(), text.size()))))
+                ranks_json.push_back(nlohmann::json::parse(std::string(reinterpret_cast<const char*>(entry.data()), entry.size())));
+            report["ranks"] = ranks_json;
+            if (!lead) return static_cast<int>(Ok);
             report["cells"] = snapshot->cells.size();
             report["genes"] = snapshot->dataset ? snapshot->dataset->shape.num_genes : 0;
             if (!args->report.empty())

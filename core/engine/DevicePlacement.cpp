@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/backend/CpuBackend.hpp"
 #include "core/backend/DeviceAccelerator.hpp"
 #include "core/types/errors.hpp"
 
@@ -38,6 +39,26 @@ ShardSet load_cpu(io::RowSource& source, const std::vector<std::int64_t>& offset
     for (const auto& range : ranges) shards.push_back(read_shard(source, range, ctx, source.shape().num_cells));
     return ShardSet::make_cpu(ShardedCsr(source.shape(), std::move(shards)));
 }
+
+}  // namespace
+
+ShardSet load_rank_shards(io::RowSource& source, const std::vector<std::int64_t>& offsets, const DeviceSpec& spec,
+                          const std::shared_ptr<Comm>& comm, JobContext& ctx) {
+    if (spec.kind != BackendKind::Cpu)
+        throw std::invalid_argument("--devices " + spec.to_string() +
+                                    ": a run over several ranks places its shards on CPUs only for now (cpu:N per rank)");
+    const int per_rank = std::max(1, spec.num_shards());
+    const int total = per_rank * comm->size();
+    const std::vector<RowRange> layout = plan_row_ranges(offsets, total, spec.balance);
+    const int first = comm->rank() * per_rank;
+    std::vector<std::unique_ptr<Backend>> local;
+    for (int index = first; index < first + per_rank; ++index)
+        local.push_back(std::make_unique<CpuBackend>(
+            read_shard(source, layout[static_cast<std::size_t>(index)], ctx, source.shape().num_cells), index));
+    return ShardSet::distributed(std::move(local), source.shape().num_genes, comm, layout, first);
+}
+
+namespace {
 
 std::string shards_text(int count) { return std::to_string(count) + (count == 1 ? " shard" : " shards"); }
 
@@ -77,7 +98,7 @@ namespace {
 /// CUDA device indices of the shards, in shard order.
 std::vector<int> cuda_devices_of(const ShardSet& shards) {
     std::vector<int> devices;
-    for (int shard = 0; shard < shards.num_shards(); ++shard) {
+    for (int shard = shards.first_local_shard(); shard < shards.first_local_shard() + shards.num_local_shards(); ++shard) {
         const Backend& backend = shards.shard(shard);
         const std::string name = backend.name();  // "cuda:<device>"
         if (backend.kind() == BackendKind::Cuda && name.rfind("cuda:", 0) == 0) devices.push_back(std::stoi(name.substr(5)));

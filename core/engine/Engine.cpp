@@ -18,9 +18,16 @@ namespace fathom {
 namespace {
 
 bool all_integer(const ShardSet& shards, JobContext& ctx) {
-    for (int index = 0; index < shards.num_shards(); ++index)
-        if (!shards.shard(index).values_are_counts(ctx)) return false;
-    return true;
+    bool counts = true;
+    for (int index = shards.first_local_shard(); counts && index < shards.first_local_shard() + shards.num_local_shards();
+         ++index)
+        counts = shards.shard(index).values_are_counts(ctx);
+    if (!shards.comm()) return counts;
+    // Every rank's answer, combined in rank order.
+    ByteWriter out;
+    out.put(counts);
+    for (const Bytes& answer : shards.comm()->all_gather(out.bytes())) counts = counts && ByteReader(answer).get<bool>();
+    return counts;
 }
 
 }  // namespace
@@ -50,7 +57,10 @@ JobHandle Engine::open(std::string path) {
         const std::int64_t csr_bytes = 8 * (opened.meta.shape.num_cells + 1) + 8 * opened.meta.nnz;
         std::int64_t budget = state->config.memory_budget_bytes;
         if (budget == 0) budget = static_cast<std::int64_t>(::sysconf(_SC_PHYS_PAGES)) * ::sysconf(_SC_PAGE_SIZE) / 2;
-        if (budget < 0 || csr_bytes > budget) {
+        // Several ranks: each loads its own rows (streaming them is not supported yet).
+        const std::shared_ptr<Comm>& comm = state->config.comm;
+        const bool ranks = comm && comm->size() > 1;
+        if (!ranks && (budget < 0 || csr_bytes > budget)) {
             // Out-of-core: one streamed pass for QC and the normalised moments.
             data->streamed = true;
             data->qc_step.update(QcOptions{}, {}, clock, [&] {
@@ -62,8 +72,9 @@ JobHandle Engine::open(std::string path) {
             data->row_offsets = std::move(offsets);
             data->meta = std::move(opened.meta);
         } else {
-            data->raw = detail::load_shards(*opened.source, offsets, devices, state->config.device_provider.get(), ctx,
-                                            data->device_note);
+            data->raw = ranks ? detail::load_rank_shards(*opened.source, offsets, devices, comm, ctx)
+                              : detail::load_shards(*opened.source, offsets, devices, state->config.device_provider.get(),
+                                                    ctx, data->device_note);
             data->meta = std::move(opened.meta);
             data->integer_counts =
                 data->meta.integer_counts_known ? data->meta.integer_counts : all_integer(data->raw, ctx);
@@ -147,6 +158,14 @@ JobHandle Engine::export_h5ad(std::string path, bool include_matrix) {
             std::lock_guard lock(state->mutex);
             return state->snapshot;
         }();
+        // Several ranks: every rank holds the same annotations; rank 0 writes them.
+        const std::shared_ptr<Comm>& comm = state->config.comm;
+        if (comm && comm->size() > 1) {
+            if (include_matrix)
+                throw std::invalid_argument("export: a run over " + std::to_string(comm->size()) +
+                                            " ranks writes the annotations without X for now (--no-matrix)");
+            if (comm->rank() != 0) return;
+        }
         Dataset out = detail::export_dataset(*state, *data, *snapshot);
         io::H5adWriteOptions options;
         options.write_matrix = include_matrix;

@@ -19,6 +19,7 @@
 #include "core/engine/Job.hpp"
 #include "core/engine/Pending.hpp"
 #include "core/engine/PipelineSettings.hpp"
+#include "core/types/Comm.hpp"
 #include "core/types/DenseMatrix.hpp"
 
 namespace fathom {
@@ -59,6 +60,12 @@ struct EngineConfig {
     /// Called on the engine thread as each step of a job begins (after it is named),
     /// with that job's context: for logging and for tests that cancel at a given step.
     std::function<void(const std::string& step, JobContext& ctx)> step_observer;
+    /// The ranks of a run over several processes (fathom-cli under mpirun / srun); null
+    /// or one rank = this process holds every shard. With several ranks each holds its
+    /// own run of the global shards (`devices` per rank) and reads only those rows;
+    /// every job is collective (every rank submits the same jobs in the same order) and
+    /// results are bit-identical to one process with the same total number of shards.
+    std::shared_ptr<Comm> comm;
 };
 
 /// One obs/var column as the UI lists it.
@@ -79,7 +86,12 @@ struct DatasetSummary {
     std::vector<ColumnSummary> obs_columns;
     std::vector<ColumnSummary> var_columns;
     std::vector<std::string> obsm_keys;
-    std::vector<std::string> devices;  ///< one name per shard, e.g. "cpu:0"
+    std::vector<std::string> devices;  ///< one name per shard of this process, e.g. "cpu:0"
+    /// Rows [begin, end) of the cells this process's shards hold (all of them unless a
+    /// rank of a run over several) and the bytes of their CSR arrays in memory.
+    std::int64_t local_rows_begin = 0;
+    std::int64_t local_rows_end = 0;
+    std::int64_t local_matrix_bytes = 0;
     bool streamed = false;             ///< the matrix is streamed from the file (out-of-core)
     /// Why the requested devices were not used (CPU fallback: no CUDA build, no usable
     /// device, GPU out of memory); empty when the shards are where --devices asked.

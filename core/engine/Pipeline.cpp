@@ -443,7 +443,19 @@ std::shared_ptr<AnalysisSnapshot> build_snapshot(const Engine::State& state, con
     for (const auto& [key, matrix] : data.meta.obsm) summary->obsm_keys.push_back(key);
     const ScaleStepResult* scaled = cache.scale.current();
     const ShardSet& placed = data.streamed && scaled ? scaled->hvg_block : data.raw;
-    for (int shard = 0; shard < placed.num_shards(); ++shard) summary->devices.push_back(placed.shard(shard).name());
+    // This process's shards (a rank of a run over several lists its own).
+    summary->local_rows_end = data.meta.shape.num_cells;
+    if (!data.streamed) {
+        const ShardSet& raw = data.raw;
+        const int first = raw.first_local_shard(), count = raw.num_local_shards();
+        summary->local_rows_begin = count ? raw.shard(first).row_begin() : 0;
+        summary->local_rows_end = count ? raw.shard(first + count - 1).row_begin() + raw.shard(first + count - 1).num_rows() : 0;
+        summary->local_matrix_bytes = 0;
+        for (int shard = first; shard < first + count; ++shard)
+            summary->local_matrix_bytes += 8 * (raw.shard(shard).num_rows() + 1) + 8 * raw.shard(shard).nnz();
+    }
+    for (int shard = placed.first_local_shard(); shard < placed.first_local_shard() + placed.num_local_shards(); ++shard)
+        summary->devices.push_back(placed.shard(shard).name());
     summary->streamed = data.streamed;
     summary->device_note = data.device_note;
     // Shards that left their device during the run (out of memory in an in-place step).

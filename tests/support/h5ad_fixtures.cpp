@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <stdexcept>
 #include <type_traits>
@@ -796,6 +797,16 @@ void expect_tables_equal(const Table& actual, const Table& expected) {
                 } else if constexpr (std::is_same_v<T, IntColumn> || std::is_same_v<T, BoolColumn>) {
                     EXPECT_EQ(actual_data.values, expected_data.values);
                     EXPECT_EQ(actual_data.missing, expected_data.missing);
+                } else if constexpr (std::is_same_v<T, FloatColumn>) {
+                    // Equal values, NaN where the expected value is NaN.
+                    ASSERT_EQ(actual_data.values.size(), expected_data.values.size()) << want.name;
+                    for (std::size_t row = 0; row < expected_data.values.size(); ++row) {
+                        const double a = actual_data.values[row], b = expected_data.values[row];
+                        if (!(a == b || (std::isnan(a) && std::isnan(b)))) {
+                            ADD_FAILURE() << want.name << "[" << row << "]: " << a << " != " << b;
+                            break;
+                        }
+                    }
                 } else {
                     EXPECT_EQ(actual_data.values, expected_data.values);
                 }

@@ -23,6 +23,14 @@ namespace fathom::detail {
 ShardSet load_shards(io::RowSource& source, const std::vector<std::int64_t>& offsets, const DeviceSpec& spec,
                      const DeviceProvider* provider, JobContext& ctx, std::string& note);
 
+/// This rank's shards of a run over the ranks of `comm`: the rows are cut into
+/// spec.num_shards() x comm->size() global shards (plan_row_ranges, the same cut as one
+/// process with that many shards) and this rank reads only the rows of its own run of
+/// them, [rank x num_shards, (rank + 1) x num_shards), as CPU shards. Devices other than
+/// the CPU are refused for now (std::invalid_argument naming --devices).
+ShardSet load_rank_shards(io::RowSource& source, const std::vector<std::int64_t>& offsets, const DeviceSpec& spec,
+                          const std::shared_ptr<Comm>& comm, JobContext& ctx);
+
 /// The accelerator of the CUDA devices that hold `shards` (DeviceAccelerator over
 /// every CUDA device among them, in shard order) for the steps after the shards: the
 /// exact kNN search on all of them; UMAP's deterministic SGD, PCA's eigensolver (from
