@@ -66,15 +66,35 @@ public:
         check(MPI_Bcast(&size, 1, MPI_INT64_T, root, MPI_COMM_WORLD), "MPI_Bcast");
         Bytes out(static_cast<std::size_t>(size));
         if (root == m_rank) std::copy(bytes.begin(), bytes.end(), out.begin());
-        constexpr std::int64_t chunk = std::int64_t{1} << 30;
-        for (std::int64_t offset = 0; offset < size; offset += chunk) {
-            const int count = static_cast<int>(std::min(chunk, size - offset));
+        for (std::int64_t offset = 0; offset < size; offset += k_chunk) {
+            const int count = static_cast<int>(std::min(k_chunk, size - offset));
             check(MPI_Bcast(out.data() + offset, count, MPI_BYTE, root, MPI_COMM_WORLD), "MPI_Bcast");
         }
         if (root == m_rank)
             m_sent += size * (m_size - 1);
         else
             m_received += size;
+        return out;
+    }
+    void send(std::span<const std::byte> bytes, int destination) override {
+        const auto size = static_cast<std::int64_t>(bytes.size());
+        check(MPI_Send(&size, 1, MPI_INT64_T, destination, k_tag, MPI_COMM_WORLD), "MPI_Send");
+        for (std::int64_t offset = 0; offset < size; offset += k_chunk) {
+            const int count = static_cast<int>(std::min(k_chunk, size - offset));
+            check(MPI_Send(bytes.data() + offset, count, MPI_BYTE, destination, k_tag, MPI_COMM_WORLD), "MPI_Send");
+        }
+        m_sent += size;
+    }
+    Bytes receive(int source) override {
+        std::int64_t size = 0;
+        check(MPI_Recv(&size, 1, MPI_INT64_T, source, k_tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE), "MPI_Recv");
+        Bytes out(static_cast<std::size_t>(size));
+        for (std::int64_t offset = 0; offset < size; offset += k_chunk) {
+            const int count = static_cast<int>(std::min(k_chunk, size - offset));
+            check(MPI_Recv(out.data() + offset, count, MPI_BYTE, source, k_tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE),
+                  "MPI_Recv");
+        }
+        m_received += size;
         return out;
     }
     std::int64_t bytes_sent() const noexcept override { return m_sent; }
@@ -87,6 +107,8 @@ public:
     }
 
 private:
+    static constexpr int k_tag = 7;
+    static constexpr std::int64_t k_chunk = std::int64_t{1} << 30;  ///< below MPI's int counts
     int m_rank = 0;
     int m_size = 1;
     std::int64_t m_sent = 0;

@@ -30,6 +30,94 @@ bool all_integer(const ShardSet& shards, JobContext& ctx) {
     return counts;
 }
 
+void put_rows(ByteWriter& out, const CsrShard& rows) {
+    out.put(rows.row_begin);
+    out.put(rows.num_genes);
+    out.put_vector(std::span<const std::int64_t>(rows.row_offsets));
+    out.put_vector(std::span<const std::int32_t>(rows.gene_indices));
+    out.put_vector(std::span<const float>(rows.values));
+}
+
+CsrShard get_rows(ByteReader& in) {
+    CsrShard rows;
+    rows.row_begin = in.get<std::int64_t>();
+    rows.num_genes = in.get<std::int64_t>();
+    rows.row_offsets = in.get_vector<std::int64_t>();
+    rows.gene_indices = in.get_vector<std::int32_t>();
+    rows.values = in.get_vector<float>();
+    return rows;
+}
+
+/// The h5ad of a run over several ranks, X included: X holds the raw counts of the
+/// analysed cells (snapshot.cells, ascending), which every rank takes from its own
+/// shards in blocks of H5adWriteOptions::rows_per_block rows. Rank 0 writes its blocks,
+/// then each other rank's in rank order as they arrive (point to point): no rank holds
+/// more than its own rows and one block, and no rank reads the file for rows it does
+/// not own. Rank 0 then writes the annotations and renames the file into place.
+void write_over_ranks(const std::string& path, const Engine::State& state, const detail::LoadedData& data,
+                      const AnalysisSnapshot& snapshot, Comm& comm, JobContext& ctx) {
+    io::H5adWriteOptions options;
+    const ShardSet& raw = data.raw;
+    const std::vector<std::int64_t>& cells = snapshot.cells;
+    // This rank's selected rows, as output blocks.
+    std::vector<CsrShard> blocks;
+    std::int64_t local_nnz = 0;
+    for (int shard = raw.first_local_shard(); shard < raw.first_local_shard() + raw.num_local_shards(); ++shard) {
+        const CsrShard host = raw.shard(shard).to_host();
+        auto at = std::lower_bound(cells.begin(), cells.end(), host.row_begin);
+        const auto end = std::lower_bound(cells.begin(), cells.end(), host.row_end());
+        while (at != end) {
+            ctx.checkpoint();
+            const auto block_end = end - at > options.rows_per_block ? at + options.rows_per_block : end;
+            CsrShard block;
+            block.row_begin = at - cells.begin();
+            block.num_genes = host.num_genes;
+            for (auto cell = at; cell != block_end; ++cell) {
+                const auto row = static_cast<std::size_t>(*cell - host.row_begin);
+                const auto first = host.row_offsets[row], last = host.row_offsets[row + 1];
+                block.gene_indices.insert(block.gene_indices.end(), host.gene_indices.begin() + first,
+                                          host.gene_indices.begin() + last);
+                block.values.insert(block.values.end(), host.values.begin() + first, host.values.begin() + last);
+                block.row_offsets.push_back(static_cast<std::int64_t>(block.values.size()));
+            }
+            local_nnz += block.nnz();
+            blocks.push_back(std::move(block));
+            at = block_end;
+        }
+    }
+    ByteWriter count;
+    count.put(local_nnz);
+    std::int64_t total_nnz = 0;
+    for (const Bytes& part : comm.all_gather(count.bytes())) total_nnz += ByteReader(part).get<std::int64_t>();
+    if (comm.rank() != 0) {
+        for (const CsrShard& block : blocks) {
+            ByteWriter out;
+            put_rows(out, block);
+            comm.send(out.bytes(), 0);
+        }
+        comm.send({}, 0);  // done
+        // Rank 0 says whether the file was written (it ends every rank otherwise).
+        comm.broadcast({}, 0);
+        return;
+    }
+    const Dataset out = detail::export_dataset(state, data, snapshot);
+    io::H5adStreamWriter writer(path, MatrixShape{static_cast<std::int64_t>(cells.size()), data.meta.shape.num_genes},
+                                options, total_nnz);
+    for (const CsrShard& block : blocks) writer.append_rows(block);
+    for (int rank = 1; rank < comm.size(); ++rank) {
+        for (;;) {
+            ctx.checkpoint();
+            const Bytes message = comm.receive(rank);
+            if (message.empty()) break;
+            ByteReader in(message);
+            writer.append_rows(get_rows(in));
+            ctx.report(static_cast<double>(writer.rows_written()) / static_cast<double>(std::max<std::size_t>(1, cells.size())));
+        }
+    }
+    writer.commit(out);
+    comm.broadcast({}, 0);
+}
+
 }  // namespace
 
 Engine::Engine(EngineConfig config) : m_state(std::make_shared<State>()) {
@@ -158,12 +246,11 @@ JobHandle Engine::export_h5ad(std::string path, bool include_matrix) {
             std::lock_guard lock(state->mutex);
             return state->snapshot;
         }();
-        // Several ranks: every rank holds the same annotations; rank 0 writes them.
+        // Several ranks: every rank holds the same annotations; rank 0 writes them, and X
+        // from every rank's own rows (write_over_ranks).
         const std::shared_ptr<Comm>& comm = state->config.comm;
         if (comm && comm->size() > 1) {
-            if (include_matrix)
-                throw std::invalid_argument("export: a run over " + std::to_string(comm->size()) +
-                                            " ranks writes the annotations without X for now (--no-matrix)");
+            if (include_matrix) return write_over_ranks(path, *state, *data, *snapshot, *comm, ctx);
             if (comm->rank() != 0) return;
         }
         Dataset out = detail::export_dataset(*state, *data, *snapshot);

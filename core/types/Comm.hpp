@@ -27,6 +27,11 @@ public:
     virtual std::vector<Bytes> all_gather(std::span<const std::byte> local) = 0;
     /// Rank `root`'s bytes on every rank (collective).
     virtual Bytes broadcast(std::span<const std::byte> bytes, int root) = 0;
+    /// Point to point, in order between a pair of ranks: `send` returns once the bytes
+    /// are on their way to `destination`; `receive` waits for the next message from
+    /// `source`.
+    virtual void send(std::span<const std::byte> bytes, int destination) = 0;
+    virtual Bytes receive(int source) = 0;
     /// Bytes this process has sent and received through the communicator so far.
     virtual std::int64_t bytes_sent() const noexcept = 0;
     virtual std::int64_t bytes_received() const noexcept = 0;
@@ -41,6 +46,9 @@ public:
     int size() const noexcept override { return 1; }
     std::vector<Bytes> all_gather(std::span<const std::byte> local) override;
     Bytes broadcast(std::span<const std::byte> bytes, int root) override;
+    /// One process has no peer: both throw std::logic_error.
+    void send(std::span<const std::byte> bytes, int destination) override;
+    Bytes receive(int source) override;
     std::int64_t bytes_sent() const noexcept override { return 0; }
     std::int64_t bytes_received() const noexcept override { return 0; }
     std::string host() const override;

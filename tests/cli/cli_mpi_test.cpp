@@ -1,6 +1,6 @@
 // fathom-cli run over several MPI ranks (mpiexec): the same bits as one process with
-// the same total number of shards on real and synthetic data, every rank reading only
-// its rows, one clear failure for all ranks when one rank fails, and ranks started with
+// the same total number of shards on real and synthetic data (X written from every
+// rank's own rows included), every rank reading only its rows, one clear failure for all ranks when one rank fails, and ranks started with
 // different commands refused. Built when the build has MPI (FATHOM_MPIEXEC).
 #include <gtest/gtest.h>
 
@@ -39,6 +39,7 @@ struct Case {
     int ranks;
     int shards_per_rank;
     const char* options;
+    bool matrix = false;    ///< also write X (each rank's rows)
 };
 
 std::string synthetic_input() {
@@ -106,7 +107,7 @@ TEST_P(MpiRun, RanksGiveTheSameBitsAsOneProcessWithTheSameShards) {
     const auto spread = (folder / "ranks.h5ad").string();
     const auto single = (folder / "one.h5ad").string();
     const auto report = (folder / "ranks.json").string();
-    const std::string common = std::string(" --no-matrix ") + c.options;
+    const std::string common = std::string(c.matrix ? " " : " --no-matrix ") + c.options;
     auto result = run_command(mpiexec(c.ranks) + cli + " run " + shell_quote(input) + " --devices cpu:" +
                               std::to_string(c.shards_per_rank) + " --out " + shell_quote(spread) + " --report " +
                               shell_quote(report) + common + " 2>&1");
@@ -115,8 +116,19 @@ TEST_P(MpiRun, RanksGiveTheSameBitsAsOneProcessWithTheSameShards) {
                          std::to_string(c.ranks * c.shards_per_rank) + " --out " + shell_quote(single) + common + " 2>&1");
     ASSERT_EQ(result.exit_code, 0) << result.output;
 
-    const Dataset got = io::open_dataset(spread).meta;
-    const Dataset want = io::open_dataset(single).meta;
+    io::OpenedDataset got_file = io::open_dataset(spread);
+    io::OpenedDataset want_file = io::open_dataset(single);
+    const Dataset& got = got_file.meta;
+    const Dataset& want = want_file.meta;
+    if (c.matrix) {
+        // X: the analysed cells' raw counts, written from every rank's own rows.
+        const CsrShard x = got_file.source->read_rows(0, got.shape.num_cells);
+        const CsrShard expected = want_file.source->read_rows(0, want.shape.num_cells);
+        EXPECT_EQ(x.row_offsets, expected.row_offsets);
+        EXPECT_EQ(x.gene_indices, expected.gene_indices);
+        EXPECT_EQ(x.values, expected.values);
+        EXPECT_GT(x.nnz(), 0);
+    }
     ASSERT_EQ(got.shape, want.shape);
     test::expect_tables_equal(got.obs, want.obs);
     test::expect_tables_equal(got.var, want.var);
@@ -161,10 +173,11 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"neurons10k", "scanpy_neurons10k_1000genes/neurons10k_1000genes.h5ad", 3, 1,
              "--neighbors 15 --umap --umap-epochs 60 --leiden 1 --markers wilcoxon --deterministic"},
         Case{"visium", "visium_cytassist_mouse_2898/filtered_feature_bc_matrix", 2, 2,
-             "--neighbors 15 --leiden 0.8 --markers t-test --min-counts-per-cell 500"},
+             "--neighbors 15 --leiden 0.8 --markers t-test --min-counts-per-cell 500", true},
         Case{"synthetic", "synthetic", 2, 1,
              "--n-top-genes 500 --n-pcs 30 --neighbors 15 --umap --umap-epochs 60 --leiden 1 --markers t-test "
-             "--deterministic"}),
+             "--deterministic",
+             true}),
     [](const ::testing::TestParamInfo<Case>& info) { return std::string(info.param.name); });
 
 TEST(MpiRunFaults, AFailureOnOneRankEndsEveryRankWithOneMessageAndNoOutput) {
