@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# MPI benchmark: fathom-cli run on a fathom-cli synth dataset with 1, 2 and 4 ranks
+# (--devices cpu:1 per rank), and the per-rank table from the reports: rows, matrix
+# bytes read, peak RSS, bytes sent / received per step and per-step wall time (rank 0).
+# On a machine with fewer cores than ranks the times show overhead only; the memory and
+# the traffic are the real figures.
+#
+#   bench/mpi.sh [--cells N] [--genes G] [--ranks "1 2 4"] [--graph] [--data DIR]
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cli="${FATHOM_CLI:-$root/build/bin/fathom-cli}"
+cells=100000 genes=28000 ranks="1 2 4" graph=0 data="$root/bench/data"
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --cells) cells="$2"; shift 2 ;;
+    --genes) genes="$2"; shift 2 ;;
+    --ranks) ranks="$2"; shift 2 ;;
+    --graph) graph=1; shift ;;
+    --data) data="$2"; shift 2 ;;
+    *) echo "mpi.sh: unknown option $1" >&2; exit 2 ;;
+  esac
+done
+mkdir -p "$data"
+input="$data/synth_${cells}x${genes}.h5"
+if [ ! -f "$input" ]; then
+  echo "bench: generating $input" >&2
+  "$cli" synth --cells "$cells" --genes "$genes" --seed 0 --out "$input" >&2
+fi
+extra=()
+if [ "$graph" = 1 ]; then extra+=(--neighbors 15 --umap --leiden 1.0 --markers t-test); fi
+# As root and with more ranks than cores (Open MPI 4 and 5).
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+export PRTE_MCA_rmaps_default_mapping_policy=:oversubscribe
+reports=()
+for n in $ranks; do
+  report="$data/mpi_report_${cells}_np${n}.json"
+  mpiexec -n "$n" "$cli" run "$input" --recipe zheng17 --n-top-genes 1000 --n-pcs 50 --devices cpu:1 \
+    "${extra[@]}" --out "$data/mpi_out_np${n}.h5ad" --report "$report" > /dev/null
+  reports+=("$report")
+done
+/usr/bin/python3 - "${reports[@]}" <<'PY'
+import json, sys
+print("| ranks | rank | rows | matrix MiB read | peak RSS MiB | MiB sent / received (qc, preprocess, hvg, scale, pca, markers, export) | steps (rank 0 wall s) |")
+print("|---|---|---|---|---|---|---|")
+for path in sys.argv[1:]:
+    report = json.load(open(path))
+    ranks = report["ranks"]
+    times = ", ".join(f"{s['step']} {s['wall_seconds']:.2f}" for s in report["steps"])
+    for entry in ranks:
+        moved = {s["step"]: (s["bytes_sent"], s["bytes_received"]) for s in entry["steps"]}
+        traffic = ", ".join(f"{moved[k][0] / 2**20:.1f}/{moved[k][1] / 2**20:.1f}"
+                            for k in ("qc", "preprocess", "hvg", "scale", "pca", "markers", "export") if k in moved)
+        rows = entry["rows"]
+        print(f"| {len(ranks)} | {entry['rank']} | [{rows[0]}, {rows[1]}) | {entry['matrix_bytes_read'] / 2**20:.0f} | "
+              f"{entry['peak_rss_bytes'] / 2**20:.0f} | {traffic or '-'} | {times if entry['rank'] == 0 else ''} |")
+PY
