@@ -14,6 +14,7 @@
 
 #include "app/cli/commands.hpp"
 #include "app/cli/jobs.hpp"
+#include "app/cli/mpi_comm.hpp"
 #include "core/engine/Engine.hpp"
 #include "core/engine/filter_rules.hpp"
 #include "core/types/atomic_file.hpp"
@@ -73,18 +74,29 @@ void add_filter_command(CLI::App& app, int& exit_code) {
             // 0.7 GB peak; loading the matrix first 7.7 s and 2.6 GB.
             config.memory_budget_bytes = -1;
             if (args->block_nnz) config.stream_block_nnz = *args->block_nnz;
+            // Under mpirun / srun each rank loads its own rows (ranks do not stream) and
+            // rank 0 writes the barcodes and prints.
+            config.comm = process_comm();
+            const bool ranks = config.comm->size() > 1;
+            const bool lead = config.comm->rank() == 0;
+            const std::string who =
+                ranks ? "rank " + std::to_string(config.comm->rank()) + " of " + std::to_string(config.comm->size()) + ": " : "";
             Engine engine(config);
             const InterruptScope interrupt;
             // A failed job's message on stderr and its exit code; expression errors (a
             // gene the file lacks) are usage errors of --expr.
             const auto ended = [&](const JobStatus& status, bool expression_job) {
-                if (status.state == JobState::Cancelled)
-                    std::cerr << "fathom-cli: filter cancelled; " << args->output << " was not written\n";
-                else if (expression_job && status.failure == FailureKind::Option)
-                    std::cerr << "fathom-cli: " << expr_option_message(status.message) << "\n";
-                else
-                    std::cerr << "fathom-cli: " << status.message << "\n";
-                return job_exit_code(status);
+                if (status.state == JobState::Cancelled) {
+                    if (lead) std::cerr << "fathom-cli: filter cancelled; " << args->output << " was not written\n";
+                } else if (expression_job && status.failure == FailureKind::Option) {
+                    if (lead) std::cerr << "fathom-cli: " << expr_option_message(status.message) << "\n";
+                } else {
+                    std::cerr << "fathom-cli: " << who << status.message << "\n";
+                }
+                const int code = job_exit_code(status);
+                // One rank's failure ends every rank (the others would wait in the next exchange).
+                if (ranks && !expression_job) abort_all_ranks(code);
+                return code;
             };
 
             JobStatus status = wait_for_job(engine.open(args->input));
@@ -98,6 +110,7 @@ void add_filter_command(CLI::App& app, int& exit_code) {
             status = wait_for_job(engine.export_barcodes(args->output, mask->mask));
             if (status.state != JobState::Succeeded) return ended(status, false);
 
+            if (!lead) return static_cast<int>(Ok);
             std::cout << mask->num_matching << " of " << mask->mask.size() << " cells match '" << args->expression
                       << "' (" << args->layer << "); wrote " << args->output << "\n";
             return static_cast<int>(Ok);

@@ -206,6 +206,8 @@ JobHandle Engine::export_barcodes(std::string path, std::vector<std::uint8_t> ma
         if (mask.size() != barcodes.size())
             throw std::invalid_argument("export barcodes: " + std::to_string(mask.size()) + " flags for " +
                                         std::to_string(barcodes.size()) + " cells");
+        // Over several ranks every rank holds the mask; rank 0 writes it.
+        if (state->config.comm && state->config.comm->rank() != 0) return;
         write_file_atomically(path, [&](std::ostream& out) {
             for (std::size_t cell = 0; cell < barcodes.size(); ++cell) {
                 if (cell % 65536 == 0) ctx.checkpoint();

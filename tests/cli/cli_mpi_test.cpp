@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <variant>
 
 #include "core/io/RowSource.hpp"
@@ -202,6 +203,25 @@ TEST(MpiRunFaults, AFailureOnOneRankEndsEveryRankWithOneMessageAndNoOutput) {
     EXPECT_NE(result.output.find("bad.h5ad: /X/indices"), std::string::npos) << result.output;
     EXPECT_EQ(result.output.find("rank 0 of 2: "), std::string::npos) << "rank 0 read only good rows\n" << result.output;
     EXPECT_FALSE(std::filesystem::exists(out));
+}
+
+TEST(MpiFilter, RanksWriteTheSameBarcodesAsOneProcess) {
+    const auto path = test::shared_data("scanpy_neurons10k_1000genes/neurons10k_1000genes.h5ad");
+    FATHOM_REQUIRE_PATH(path);
+    const auto folder = test::temp_dir("cli-mpi-filter");
+    const std::string expr = " --expr 'Xkr4 > 0 or (Gm1992 > 1 and not ENSMUSG00000025900 > 0)' --out ";
+    const auto spread = (folder / "ranks.txt").string(), single = (folder / "one.txt").string();
+    auto result = run_command(mpiexec(2) + cli + " filter " + shell_quote(path.string()) + expr + shell_quote(spread) + " 2>&1");
+    ASSERT_EQ(result.exit_code, 0) << result.output;
+    EXPECT_NE(result.output.find(" cells match "), std::string::npos) << result.output;
+    result = run_command(cli + " filter " + shell_quote(path.string()) + expr + shell_quote(single) + " 2>&1");
+    ASSERT_EQ(result.exit_code, 0) << result.output;
+    const auto text = [](const std::string& file) {
+        std::ifstream in(file);
+        return std::string(std::istreambuf_iterator<char>(in), {});
+    };
+    EXPECT_EQ(text(spread), text(single));
+    EXPECT_FALSE(text(single).empty());
 }
 
 TEST(MpiRunFaults, RanksStartedWithDifferentCommandsAreRefused) {
