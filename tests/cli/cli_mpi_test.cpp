@@ -224,6 +224,26 @@ TEST(MpiFilter, RanksWriteTheSameBarcodesAsOneProcess) {
     EXPECT_FALSE(text(single).empty());
 }
 
+TEST(MpiRunFaults, AKilledRankEndsTheRunPromptlyWithNoOutput) {
+    const auto path = test::shared_data("scanpy_neurons10k_1000genes/neurons10k_1000genes.h5ad");
+    FATHOM_REQUIRE_PATH(path);
+    const auto out = (test::temp_dir("cli-mpi-killed") / "killed.h5ad").string();
+    // 500 UMAP epochs on 10,000 cells: still running when the newest rank is killed.
+    const std::string script =
+        "(" + mpiexec(2) + cli + " run " + shell_quote(path.string()) + " --neighbors 15 --umap --leiden 1 --out " +
+        shell_quote(out) + " >/dev/null 2>&1; echo \"rc=$?\") & sleep 3; "
+        "victim=$(pgrep -n -f 'fathom-cli run .*killed.h5ad'); echo \"victim=$victim\"; kill -9 $victim; "
+        "start=$(date +%s); wait; echo \"waited=$(( $(date +%s) - start ))\"";
+    const auto result = run_command("bash -c " + shell_quote(script));
+    ASSERT_NE(result.output.find("victim="), std::string::npos) << result.output;
+    EXPECT_EQ(result.output.find("victim=\n"), std::string::npos) << "no rank was running\n" << result.output;
+    EXPECT_EQ(result.output.find("rc=0"), std::string::npos) << result.output;
+    const auto waited = result.output.find("waited=");
+    ASSERT_NE(waited, std::string::npos) << result.output;
+    EXPECT_LT(std::stoi(result.output.substr(waited + 7)), 30) << "the other rank must not hang\n" << result.output;
+    EXPECT_FALSE(std::filesystem::exists(out));
+}
+
 TEST(MpiRunFaults, RanksStartedWithDifferentCommandsAreRefused) {
     const auto path = test::shared_data("yeast_844cells/yeast_844cells.h5ad");
     FATHOM_REQUIRE_PATH(path);
