@@ -68,8 +68,9 @@ PreprocessOptions preprocess_options(const PipelineSettings& settings, const Loa
 
 HvgStepOptions hvg_options(const PipelineSettings& settings) {
     HvgStepOptions options;
-    options.hvg = recipe_definition(settings.recipe).hvg;
-    if (options.hvg) options.hvg->num_top_genes = settings.num_top_genes;
+    const RecipeDefinition& recipe = recipe_definition(settings.recipe);
+    options.hvg = recipe.hvg;
+    if (options.hvg && recipe.top_genes) options.hvg->num_top_genes = settings.num_top_genes;
     return options;
 }
 
@@ -195,7 +196,12 @@ PreprocessResult run_preprocess(const LoadedData& data, const PreprocessOptions&
             apply_gene_filter(shards, gene_filter, ctx);
             genes = compose(genes, gene_filter.keep);
         }
-        if (recipe.normalize) normalize_total(shards, *recipe.normalize, ctx);
+        if (recipe.normalize) {
+            // scanpy normalises an integer X in float64 (NormalizeTotalOptions::integer_dtype).
+            NormalizeTotalOptions normalize = *recipe.normalize;
+            normalize.integer_dtype = options.integer_dtype;
+            normalize_total(shards, normalize, ctx);
+        }
     }
     out.normalized = std::move(shards);
     out.kept_cells = std::move(cells);
@@ -225,6 +231,12 @@ HvgStepResult run_hvg(const PreprocessResult& pre, const HvgStepOptions& options
     }
     for (std::size_t gene = 0; gene < out.hvg.highly_variable.size(); ++gene)
         if (out.hvg.highly_variable[gene]) out.hvg_genes.push_back(pre.kept_genes[gene]);
+    if (out.hvg_genes.size() < 2 && !hvg.num_top_genes)
+        throw std::invalid_argument("recipe: " + std::to_string(out.hvg_genes.size()) + " of " +
+                                    std::to_string(pre.kept_genes.size()) +
+                                    " genes pass the highly-variable cut-offs (mean in (" + std::to_string(hvg.min_mean) +
+                                    ", " + std::to_string(hvg.max_mean) + "), normalised dispersion > " +
+                                    std::to_string(hvg.min_disp) + "); PCA needs at least 2");
     return out;
 }
 

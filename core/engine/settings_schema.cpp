@@ -32,7 +32,7 @@ const std::vector<RecipeDefinition>& recipe_definitions() {
             // scanpy 1.9 pp.recipe_zheng17: filter_genes(min_counts=1);
             // normalize_total(key_added='n_counts_all'); filter_genes_dispersion(
             // flavor='cell_ranger', n_top_genes, log=False); normalize_total(); log1p; scale().
-            RecipeDefinition zheng17{Recipe::Zheng17, "zheng17", "zheng17", {}, {}, {}, {}, true, true, ScaleOptions{}};
+            RecipeDefinition zheng17{Recipe::Zheng17, "zheng17", "zheng17", {}, {}, {}, {}, true, true, true, ScaleOptions{}};
             zheng17.filter_genes = FilterGenesOptions{};
             zheng17.filter_genes->min_counts = 1.0;
             zheng17.normalize = NormalizeTotalOptions{};
@@ -45,10 +45,11 @@ const std::vector<RecipeDefinition>& recipe_definitions() {
         }
         {
             // scanpy 1.9 pp.recipe_seurat: filter_cells(min_genes=200); filter_genes(min_cells=3);
-            // normalize_total(target_sum=1e4); filter_genes_dispersion(flavor='seurat', log=False);
+            // normalize_total(target_sum=1e4); filter_genes_dispersion(flavor='seurat', log=False)
+            // with its cut-offs (min_mean 0.0125, max_mean 3, min_disp 0.5; no n_top_genes);
             // log1p; scale(max_value=10).
             const SeuratRecipeOptions defaults;
-            RecipeDefinition seurat{Recipe::Seurat, "seurat", "seurat", {}, {}, {}, defaults.hvg, false, defaults.log, {}};
+            RecipeDefinition seurat{Recipe::Seurat, "seurat", "seurat", {}, {}, {}, defaults.hvg, false, false, defaults.log, {}};
             seurat.filter_cells = FilterCellsOptions{};
             seurat.filter_cells->min_genes = defaults.min_genes;
             seurat.filter_genes = FilterGenesOptions{};
@@ -60,7 +61,7 @@ const std::vector<RecipeDefinition>& recipe_definitions() {
             out.push_back(seurat);
         }
         // X already processed: every gene, centred (pp.pca's zero_center), not scaled.
-        out.push_back(RecipeDefinition{Recipe::None, "none", "none (X already processed)", {}, {}, {}, {}, false, false, {}});
+        out.push_back(RecipeDefinition{Recipe::None, "none", "none (X already processed)", {}, {}, {}, {}, false, false, false, {}});
         return out;
     }();
     return recipes;
@@ -139,7 +140,9 @@ std::vector<SettingSpec> make_schema() {
                         [](auto& s) -> auto& { return s.min_counts_per_cell; }));
     rows.push_back(integer({.name = "n_top_genes", .cli_flag = "--n-top-genes", .label = "n_top_genes",
                             .steps = {S::Hvg, S::Scale}, .minimum = 1, .maximum = 100000, .increment = 100,
-                            .help = "highly variable genes kept by the recipe", .legacy_key = "num_top_genes"},
+                            .help = "highly variable genes kept by recipe zheng17 (seurat keeps scanpy's cut-offs: mean in "
+                                    "(0.0125, 3), normalised dispersion > 0.5)",
+                            .legacy_key = "num_top_genes"},
                            [](auto& s) -> auto& { return s.num_top_genes; }));
     rows.push_back(integer({.name = "n_pcs", .cli_flag = "--n-pcs", .label = "n_pcs", .steps = {S::Pca}, .minimum = 1,
                             .maximum = 500, .help = "principal components (sc.pp.pca n_comps)", .legacy_key = "num_pcs"},

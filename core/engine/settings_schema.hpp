@@ -38,8 +38,11 @@ struct RecipeDefinition {
     /// sc.pp.normalize_total before selecting genes (zheng17: median target, key n_counts_all;
     /// seurat: target_sum 1e4). Unset = no normalisation.
     std::optional<NormalizeTotalOptions> normalize;
-    /// Gene selection (n_top_genes from the settings); unset = every gene is kept.
+    /// Gene selection; unset = every gene is kept.
     std::optional<HvgOptions> hvg;
+    /// The selection keeps the top n_top_genes (zheng17); false = hvg's own cut-offs
+    /// decide (seurat: scanpy's min_mean, max_mean, min_disp).
+    bool top_genes = false;
     bool renormalize = false;  ///< zheng17: normalize_total again on the selected genes
     bool log1p = false;        ///< log1p on the selected genes
     /// scale() of the selected genes; unset = centre only (PCA's zero_center).

@@ -10,7 +10,7 @@ namespace fathom::test {
 
 /// A value of `spec` that differs from its value in `base` and lies in its range:
 /// integers and reals one increment up (down at the top of the range), flags flipped,
-/// choices the first other choice. min_dist stays below spread.
+/// choices the last other choice. min_dist stays below spread.
 inline SettingValue other_value(const SettingSpec& spec, const PipelineSettings& base) {
     const SettingValue now = spec.get(base);
     switch (spec.kind) {
@@ -25,8 +25,9 @@ inline SettingValue other_value(const SettingSpec& spec, const PipelineSettings&
         }
         case SettingKind::Flag: return !std::get<bool>(now);
         case SettingKind::Choice:
-            for (const auto& entry : spec.choices)
-                if (entry.name != std::get<std::string>(now)) return entry.name;
+            // The last other choice (recipe: none, which runs on any data).
+            for (auto entry = spec.choices.rbegin(); entry != spec.choices.rend(); ++entry)
+                if (entry->name != std::get<std::string>(now)) return entry->name;
     }
     return now;
 }
