@@ -106,5 +106,32 @@ TEST(CliSynth, UnwritableDestinationExitsThreeNamingThePath) {
     EXPECT_NE(result.output.find(out), std::string::npos) << result.output;
 }
 
+// Scanpy's tutorial file: uns['rank_genes_groups'] holds structured arrays whose field
+// names (cell types) contain '/'. They convert, and anndata reads them back unchanged.
+TEST(CliConvert, StructuredArraysWithSlashesInTheirFieldNamesRoundTrip) {
+    const auto input = test::shared_data("scanpy_pbmc68k_reduced/10x_pbmc68k_reduced.h5ad");
+    FATHOM_REQUIRE_PATH(input);
+    FATHOM_REQUIRE_PYTHON("anndata", "h5py");
+    const auto out = (test::temp_dir("cli-convert-recarray") / "pbmc68k.h5ad").string();
+    auto result = run_command(cli + " convert " + shell_quote(input.string()) + " " + shell_quote(out) + " 2>&1");
+    ASSERT_EQ(result.exit_code, 0) << result.output;
+    result = test::run_python(R"PY(
+import sys, warnings
+import anndata
+warnings.simplefilter("ignore")
+ours, theirs = anndata.read_h5ad(sys.argv[1]), anndata.read_h5ad(sys.argv[2])
+for key in ("names", "scores"):
+    a, b = ours.uns["rank_genes_groups"][key], theirs.uns["rank_genes_groups"][key]
+    assert a.dtype.names == b.dtype.names, (key, a.dtype.names, b.dtype.names)
+    for field in b.dtype.names:
+        assert (a[field] == b[field]).all(), (key, field)
+assert "CD4+/CD25 T Reg" in ours.uns["rank_genes_groups"]["names"].dtype.names
+print("ok", len(ours.uns["rank_genes_groups"]["names"].dtype.names))
+)PY",
+                              {out, input.string()});
+    EXPECT_EQ(result.exit_code, 0) << result.output;
+    EXPECT_NE(result.output.find("ok 10"), std::string::npos) << result.output;
+}
+
 }  // namespace
 }  // namespace fathom

@@ -22,6 +22,13 @@
 namespace fathom {
 namespace {
 
+/// The text of one field of a structured array read from uns.
+const std::vector<std::string>& record_strings(const UnsRecords& records, const std::string& field) {
+    const auto at = std::find(records.fields.begin(), records.fields.end(), field);
+    if (at == records.fields.end()) throw std::out_of_range("no field " + field);
+    return records.strings.at(static_cast<std::size_t>(at - records.fields.begin()));
+}
+
 using test::H5adGeneration;
 using test::H5adLayout;
 
@@ -424,10 +431,11 @@ TEST(H5adRealData, AnndataArchive070LegacyCategoricalsAndLzf) {
     EXPECT_EQ(meta.obsm.at("array").cols(), 50);
     EXPECT_EQ(keys_of(meta.varm), std::set<std::string>{"array"});
     // uns['O_recarray'][0] = ('IRRZ', 'Unqr', 'kSdc', 'IWzf', 'nHRR'), fields idCmW, ipisL, ...
-    const auto& recarray = *meta.uns.find("O_recarray");
-    EXPECT_EQ(recarray.children.size(), 5u);
-    EXPECT_EQ(uns_value<std::vector<std::string>>(recarray, {"idCmW"}).front(), "IRRZ");
-    EXPECT_EQ(uns_value<std::vector<std::string>>(recarray, {"QJgNd"}).back(), "Yqtf");
+    // (a structured array of text fields: read as UnsRecords, written back as one)
+    const auto& recarray = std::get<UnsRecords>(meta.uns.find("O_recarray")->value);
+    EXPECT_EQ(recarray.fields.size(), 5u);
+    EXPECT_EQ(record_strings(recarray, "idCmW").front(), "IRRZ");
+    EXPECT_EQ(record_strings(recarray, "QJgNd").back(), "Yqtf");
     // obsp: 'array' dense 30 x 30 (900 non-zeros), 'sparse' csr nnz=9 with sum 4.215272649802411
     ASSERT_EQ(meta.obsp.size(), 2u);
     EXPECT_EQ(meta.obsp.at("array").nnz(), 900);
@@ -582,9 +590,13 @@ TEST(H5adRealData, Pbmc68kReducedPreV07Layout) {
     EXPECT_EQ(uns_value<std::string>(meta.uns, {"rank_genes_groups", "params", "groupby"}), "bulk_labels");
     EXPECT_EQ(uns_value<bool>(meta.uns, {"rank_genes_groups", "params", "use_raw"}), true);
     // rank_genes_groups/names[0] = ('RGS19', 'ITM2A', ..., 'CST3') per group field
-    EXPECT_EQ(uns_value<std::vector<std::string>>(meta.uns, {"rank_genes_groups", "names", "CD4+/CD25 T Reg"}).front(),
-              "RGS19");
-    EXPECT_EQ(uns_value<std::vector<std::string>>(meta.uns, {"rank_genes_groups", "names", "Dendritic"}).front(), "CST3");
+    // (field names hold '/': they are compound member names, not HDF5 link names)
+    const auto& names = std::get<UnsRecords>(meta.uns.find("rank_genes_groups")->find("names")->value);
+    EXPECT_EQ(record_strings(names, "CD4+/CD25 T Reg").front(), "RGS19");
+    EXPECT_EQ(record_strings(names, "Dendritic").front(), "CST3");
+    const auto& scores = std::get<UnsRecords>(meta.uns.find("rank_genes_groups")->find("scores")->value);
+    EXPECT_TRUE(scores.single_precision);
+    EXPECT_EQ(scores.fields, names.fields);
 
     // obsp: 'distances', 'connectivities' moved from uns['neighbors'] by anndata; in the
     // file uns/neighbors/distances/data has 6300 entries, connectivities/data 9992.

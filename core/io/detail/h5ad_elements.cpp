@@ -332,10 +332,34 @@ std::optional<UnsNode> numeric_leaf(const h5::File& file, const std::string& obj
     }
 }
 
-// rec-array (numpy structured array): a dict of its scalar fields.
+// rec-array (numpy structured array). All fields text, or all numbers (scanpy's
+// rank_genes_groups names / scores / pvals): an UnsRecords, written back as the same
+// rec-array whatever its field names hold (a field name is not an HDF5 link name:
+// "CD4+/CD25 T Reg" is fine). Mixed fields: a dict of its scalar fields.
 UnsNode compound_leaf(const h5::File& file, const std::string& object) {
+    const auto fields = h5::compound_fields(file, object);
+    bool all_text = !fields.empty(), all_numbers = !fields.empty(), all_float32 = true;
+    for (const auto& field : fields) {
+        all_text = all_text && field.width == 1 && field.type_class == h5::TypeClass::String;
+        const bool number = field.width == 1 && !field.is_bool &&
+                            (field.type_class == h5::TypeClass::Float || field.type_class == h5::TypeClass::Integer);
+        all_numbers = all_numbers && number;
+        all_float32 = all_float32 && field.type_class == h5::TypeClass::Float && field.type_size == 4;
+    }
+    if (all_text || all_numbers) {
+        UnsRecords records;
+        records.single_precision = all_numbers && all_float32;
+        for (const auto& field : fields) {
+            records.fields.push_back(field.name);
+            if (all_text)
+                records.strings.push_back(h5::read_compound_strings(file, object, field.name));
+            else
+                records.numbers.push_back(h5::read_compound_numbers<double>(file, object, field.name));
+        }
+        return UnsNode::leaf(std::move(records));
+    }
     UnsNode node;
-    for (const auto& field : h5::compound_fields(file, object)) {
+    for (const auto& field : fields) {
         if (field.width != 1) continue;
         if (field.type_class == h5::TypeClass::String) {
             node.children.emplace(field.name, UnsNode::leaf(h5::read_compound_strings(file, object, field.name)));
