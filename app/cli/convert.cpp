@@ -31,6 +31,8 @@ void add_convert_command(CLI::App& app, int& exit_code) {
             JobContext ctx;
             const InterruptScope interrupt(&ctx);  // Ctrl-C: Cancelled, nothing left at OUT
             io::OpenedDataset opened = io::open_dataset(args->input, args->read);
+            for (const auto& line : io::make_uns_keys_writable(opened.meta.uns))
+                std::cerr << "fathom-cli: warning: " << line << "\n";
             io::write_h5ad(args->output, opened.meta, opened.source.get(), args->write, &ctx);
             std::cout << "wrote " << args->output << ": " << opened.meta.shape.num_cells << " cells x "
                       << opened.meta.shape.num_genes << " genes, " << opened.meta.nnz << " non-zeros\n";

@@ -100,7 +100,8 @@ void write_over_ranks(const std::string& path, const Engine::State& state, const
         comm.broadcast({}, 0);
         return;
     }
-    const Dataset out = detail::export_dataset(state, data, snapshot);
+    Dataset out = detail::export_dataset(state, data, snapshot);
+    io::make_uns_keys_writable(out.uns);
     io::H5adStreamWriter writer(path, MatrixShape{static_cast<std::int64_t>(cells.size()), data.meta.shape.num_genes},
                                 options, total_nnz);
     for (const CsrShard& block : blocks) writer.append_rows(block);
@@ -254,6 +255,10 @@ JobHandle Engine::export_h5ad(std::string path, bool include_matrix) {
             if (comm->rank() != 0) return;
         }
         Dataset out = detail::export_dataset(*state, *data, *snapshot);
+        // An uns key HDF5 cannot hold is renamed, and the job's message says so.
+        std::string renamed;
+        for (const auto& line : io::make_uns_keys_writable(out.uns)) renamed += (renamed.empty() ? "" : "; ") + line;
+        if (!renamed.empty()) ctx.report(0.0, "warning: " + renamed);
         io::H5adWriteOptions options;
         options.write_matrix = include_matrix;
         if (include_matrix) {

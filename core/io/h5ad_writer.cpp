@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <map>
 #include <filesystem>
 #include <optional>
 #include <set>
@@ -402,6 +403,33 @@ void H5adStreamWriter::commit(const Dataset& meta) {
 }
 
 // ---- write_h5ad ----
+
+namespace {
+
+void rename_uns_keys(UnsNode& node, const std::string& where, std::vector<std::string>& renamed) {
+    std::map<std::string, UnsNode> children;
+    for (auto& [key, child] : node.children) {
+        std::string name = key.empty() ? "_" : key;
+        std::replace(name.begin(), name.end(), '/', '_');
+        if (name != key) {
+            const std::string base = name;
+            for (int suffix = 1; node.children.count(name) || children.count(name); ++suffix)
+                name = base + "-" + std::to_string(suffix);
+            renamed.push_back(where + ": '" + key + "' was written as '" + name + "' ('/' separates HDF5 names)");
+        }
+        if (child.is_dict()) rename_uns_keys(child, where + "/" + name, renamed);
+        children.emplace(std::move(name), std::move(child));
+    }
+    node.children = std::move(children);
+}
+
+}  // namespace
+
+std::vector<std::string> make_uns_keys_writable(UnsNode& uns) {
+    std::vector<std::string> renamed;
+    rename_uns_keys(uns, "uns", renamed);
+    return renamed;
+}
 
 void write_h5ad(const std::string& path, const Dataset& meta, RowSource* matrix, const H5adWriteOptions& options,
                 JobContext* ctx) {

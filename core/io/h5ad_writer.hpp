@@ -41,6 +41,13 @@ void validate(const H5adWriteOptions& options);
 void write_h5ad(const std::string& path, const Dataset& meta, RowSource* matrix, const H5adWriteOptions& options = {},
                 JobContext* ctx = nullptr);
 
+/// Renames the uns dictionary keys an h5ad cannot hold (a '/' becomes '_', an empty key
+/// '_'; a number is appended when the new name is taken) so that one odd entry never
+/// stops a write. Returns one line per rename, e.g. "uns/groups: 'CD4+/CD25' was
+/// written as 'CD4+_CD25' ('/' separates HDF5 names)". Structured arrays keep their
+/// field names as they are (UnsRecords: not HDF5 names).
+std::vector<std::string> make_uns_keys_writable(UnsNode& uns);
+
 /// Incremental h5ad writer for producers that generate X block by block (synth):
 /// construct, append rows in order, then commit() with the annotations. The
 /// destructor removes the temporary file unless commit() succeeded.

@@ -133,5 +133,38 @@ print("ok", len(ours.uns["rank_genes_groups"]["names"].dtype.names))
     EXPECT_NE(result.output.find("ok 10"), std::string::npos) << result.output;
 }
 
+// A structured array of mixed fields is read as a dict of its fields; a field name with
+// '/' cannot be a group member name, so it is renamed with a warning instead of
+// stopping the whole write.
+TEST(CliConvert, AnUnsKeyHdf5CannotHoldIsRenamedWithAWarning) {
+    FATHOM_REQUIRE_PYTHON("anndata", "h5py", "numpy");
+    const auto folder = test::temp_dir("cli-convert-rename");
+    const auto input = (folder / "mixed.h5ad").string(), out = (folder / "out.h5ad").string();
+    auto result = test::run_python(R"PY(
+import sys
+import anndata, h5py, numpy as np
+anndata.AnnData(np.ones((3, 2), dtype=np.float32)).write_h5ad(sys.argv[1])
+with h5py.File(sys.argv[1], "r+") as f:
+    d = f["uns"].create_dataset("mixed", data=np.array([(1, b"x"), (2, b"y")], dtype=[("a/b", "i8"), ("c", "S1")]))
+    d.attrs["encoding-type"] = "rec-array"
+    d.attrs["encoding-version"] = "0.2.0"
+)PY",
+                                   {input});
+    ASSERT_EQ(result.exit_code, 0) << result.output;
+    result = run_command(cli + " convert " + shell_quote(input) + " " + shell_quote(out) + " 2>&1");
+    ASSERT_EQ(result.exit_code, 0) << result.output;
+    EXPECT_NE(result.output.find("warning: uns/mixed: 'a/b' was written as 'a_b'"), std::string::npos) << result.output;
+    result = test::run_python(R"PY(
+import sys, warnings
+import anndata
+warnings.simplefilter("ignore")
+mixed = anndata.read_h5ad(sys.argv[1]).uns["mixed"]
+print(sorted(mixed.keys()), list(mixed["a_b"]))
+)PY",
+                              {out});
+    EXPECT_EQ(result.exit_code, 0) << result.output;
+    EXPECT_NE(result.output.find("['a_b', 'c'] [1, 2]"), std::string::npos) << result.output;
+}
+
 }  // namespace
 }  // namespace fathom
