@@ -690,6 +690,8 @@ void MainWindow::startPipelineJob() {
             stages << QStringLiteral("%1 %2").arg(QString::fromStdString(timing.stage), seconds_text(timing.wall_seconds));
         log(tr("pipeline: done in %1 (%2)").arg(seconds_text(status.elapsed_seconds), stages.join(QStringLiteral(", "))));
         d->status_label->setText(tr("pipeline done in %1").arg(seconds_text(status.elapsed_seconds)));
+        for (const auto& warning : d->engine->snapshot()->warnings)
+            log(tr("pipeline: warning: %1").arg(QString::fromStdString(warning)));
         d->has_results = true;
         d->last_run = settings;
         applySnapshot(true);

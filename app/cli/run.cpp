@@ -291,6 +291,12 @@ void add_run_command(CLI::App& app, int& exit_code) {
                 }
             }
             if (code == Ok) code = step(engine.run(settings));
+            if (code == Ok) {
+                const auto warnings = engine.snapshot()->warnings;
+                if (lead)
+                    for (const auto& warning : warnings) std::cerr << "fathom-cli: warning: " << warning << "\n";
+                if (!warnings.empty()) report["warnings"] = warnings;
+            }
             if (code == Ok) code = step(engine.export_h5ad(args->output, !args->no_matrix));
             if (code == Ok && !args->export_csv.empty() && lead) fathom::export_csv(*engine.snapshot(), args->export_csv);
             interrupt.reset();

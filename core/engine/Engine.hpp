@@ -119,6 +119,9 @@ struct AnalysisSnapshot {
     std::vector<MarkerGroup> markers;                ///< empty until markers ran
     std::string markers_groupby;                     ///< obs column the markers compare
     std::vector<std::string> user_annotations;       ///< obs columns made by set_obs_annotation, by name
+    /// What the latest pipeline run found questionable but ran anyway, in the user's
+    /// words (e.g. recipe none on raw counts); empty when nothing.
+    std::vector<std::string> warnings;
 };
 
 /// An intermediate or final embedding published while UMAP runs.

@@ -360,6 +360,11 @@ void run_pipeline(Engine::State& state, const PipelineSettings& settings, JobCon
     // steps this run does not reach stay cached but are not shown.
     cache.deactivate();
     cache.settings = settings;
+    cache.warnings.clear();
+    if (settings.recipe == Recipe::None && data->integer_counts)
+        cache.warnings.push_back("X holds raw integer counts, and recipe none runs PCA on them as they are "
+                                 "(no normalisation, log or gene selection): choose recipe zheng17 or seurat "
+                                 "unless X is meant to be used as stored");
     auto& clock = cache.clock;
     const auto step = [&](PipelineStep which) { state.begin_step(ctx, step_name(which)); };
     const PreprocessOptions preprocess = preprocess_options(settings, *data);
@@ -572,6 +577,7 @@ std::shared_ptr<AnalysisSnapshot> build_snapshot(const Engine::State& state, con
                                             ? *strings
                                             : default_category_colors(categorical->categories.size());
     }
+    snapshot->warnings = cache.warnings;
     if (const auto* markers = cache.markers.current()) {
         snapshot->markers = *markers;
         snapshot->markers_groupby = "leiden";

@@ -308,6 +308,27 @@ TEST(CliRun, EverySettingRoundTripsThroughItsOption) {
     EXPECT_NE(result.output.find("resolution must be in [0.001, 100] (got 0)"), std::string::npos) << result.output;
 }
 
+// Recipe none on raw counts runs, but says it runs PCA on unnormalised counts (stderr
+// and the report).
+TEST(CliRun, RecipeNoneOnRawCountsWarns) {
+    const auto folder = test::temp_dir("cli-run-none-on-counts");
+    const auto out = (folder / "out.h5ad").string(), report = (folder / "report.json").string();
+    auto result = run_command(cli + " run " + shell_quote(synthetic_input(1500)) + " --recipe none --n-pcs 10 --out " +
+                              shell_quote(out) + " --report " + shell_quote(report) + " 2>&1");
+    ASSERT_EQ(result.exit_code, 0) << result.output;
+    EXPECT_NE(result.output.find("fathom-cli: warning: X holds raw integer counts, and recipe none runs PCA"),
+              std::string::npos)
+        << result.output;
+    std::ifstream in(report);
+    const auto json = nlohmann::json::parse(in);
+    ASSERT_EQ(json.at("warnings").size(), 1u);
+    // The recipe that fits the data: no warning.
+    result = run_command(cli + " run " + shell_quote(synthetic_input(1500)) + " --n-pcs 10 --out " + shell_quote(out) +
+                         " 2>&1");
+    ASSERT_EQ(result.exit_code, 0) << result.output;
+    EXPECT_EQ(result.output.find("warning"), std::string::npos) << result.output;
+}
+
 TEST(CliRun, TheSettingsCommandPrintsTheSchemasTable) {
     const auto result = run_command(cli + " settings");
     EXPECT_EQ(result.exit_code, 0);

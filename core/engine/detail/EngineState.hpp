@@ -106,6 +106,8 @@ struct StageCache {
     std::uint64_t clock = 0;  ///< versions handed out (StepState::update)
     /// The settings of the latest run (the uns params of an export).
     std::optional<PipelineSettings> settings;
+    /// AnalysisSnapshot::warnings of the latest run.
+    std::vector<std::string> warnings;
     StepState<PreprocessOptions, PreprocessResult> preprocess;
     StepState<HvgStepOptions, HvgStepResult> hvg;
     StepState<ScaleStepOptions, ScaleStepResult> scale;
