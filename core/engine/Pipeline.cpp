@@ -104,6 +104,76 @@ LeidenOptions leiden_options(const PipelineSettings& settings) {
     return options;
 }
 
+// ---- steps run by rank 0 of a run over several ranks ----
+
+/// `compute()` on rank 0 only when the run spans several ranks: the result goes to the
+/// others as bytes (`write` / `read`), so they skip the work and hold the same bits.
+/// One process: compute().
+template <typename Result, typename Compute, typename Write, typename Read>
+Result on_rank_zero(const std::shared_ptr<Comm>& comm, Compute&& compute, Write write, Read read) {
+    if (!comm || comm->size() == 1) return compute();
+    if (comm->rank() == 0) {
+        Result result = compute();
+        ByteWriter out;
+        write(out, result);
+        comm->broadcast(out.bytes(), 0);
+        return result;
+    }
+    const Bytes bytes = comm->broadcast({}, 0);
+    ByteReader in(bytes);
+    return read(in);
+}
+
+void put_umap(ByteWriter& out, const UmapResult& result) {
+    out.put(result.embedding.rows());
+    out.put(result.embedding.cols());
+    out.put_vector(std::span<const float>(result.embedding.values()));
+    out.put(result.curve.a);
+    out.put(result.curve.b);
+    out.put(result.num_epochs);
+    out.put(result.num_edges);
+    out.put(result.init_used);
+    out.put(result.num_graph_components);
+    out.put(result.spectral_converged);
+    out.put(result.parallelism);
+}
+
+UmapResult get_umap(ByteReader& in) {
+    UmapResult result;
+    const auto rows = in.get<std::int64_t>();
+    const auto cols = in.get<std::int64_t>();
+    const std::vector<float> values = in.get_vector<float>();
+    result.embedding = DenseMatrix<float>(rows, cols);
+    std::copy(values.begin(), values.end(), result.embedding.values().begin());
+    result.curve.a = in.get<double>();
+    result.curve.b = in.get<double>();
+    result.num_epochs = in.get<int>();
+    result.num_edges = in.get<std::int64_t>();
+    result.init_used = in.get<UmapInit>();
+    result.num_graph_components = in.get<int>();
+    result.spectral_converged = in.get<bool>();
+    result.parallelism = in.get<UmapParallelism>();
+    return result;
+}
+
+void put_leiden(ByteWriter& out, const LeidenResult& result) {
+    out.put_vector(std::span<const std::int32_t>(result.labels));
+    out.put(result.num_clusters);
+    out.put_vector(std::span<const std::int64_t>(result.cluster_sizes));
+    out.put(result.modularity);
+    out.put(result.passes);
+}
+
+LeidenResult get_leiden(ByteReader& in) {
+    LeidenResult result;
+    result.labels = in.get_vector<std::int32_t>();
+    result.num_clusters = in.get<int>();
+    result.cluster_sizes = in.get_vector<std::int64_t>();
+    result.modularity = in.get<double>();
+    result.passes = in.get<int>();
+    return result;
+}
+
 // ---- steps ----
 
 /// Out-of-core Zheng17 up to HVG selection, from the first pass's statistics:
@@ -399,6 +469,10 @@ void run_pipeline(Engine::State& state, const PipelineSettings& settings, JobCon
             step(PipelineStep::Neighbors);
             const auto& scores = cache.pca.result()->scores;
             validate(options, scores.rows(), scores.cols());
+            // Over several ranks the graph steps run on rank 0 (from the replicated X_pca);
+            // the other ranks hold no graph and receive the Leiden labels and the embedding.
+            const auto& comm = state.config.comm;
+            if (comm && comm->size() > 1 && comm->rank() != 0) return NeighborsResult{};
             const std::unique_ptr<Accelerator> accelerator = device_accelerator(provider, scaled.hvg_block);
             return fathom::neighbors(scores, options, ctx, accelerator.get());
         });
@@ -408,7 +482,11 @@ void run_pipeline(Engine::State& state, const PipelineSettings& settings, JobCon
         const UmapOptions options = umap_options(settings, accelerator != nullptr);
         cache.umap.update(options, {cache.neighbors.version(), cache.pca.version()}, clock, [&] {
             step(PipelineStep::Umap);
-            return run_umap(state, *cache.neighbors.result(), *cache.pca.result(), options, accelerator.get(), ctx);
+            // Over several ranks rank 0 runs it and the others receive the embedding.
+            return on_rank_zero<UmapResult>(
+                state.config.comm,
+                [&] { return run_umap(state, *cache.neighbors.result(), *cache.pca.result(), options, accelerator.get(), ctx); },
+                put_umap, get_umap);
         });
     }
     if (settings.run_leiden) {
@@ -416,7 +494,9 @@ void run_pipeline(Engine::State& state, const PipelineSettings& settings, JobCon
         const bool ran = cache.leiden.update(options, {cache.neighbors.version()}, clock, [&] {
             step(PipelineStep::Leiden);
             validate(options);
-            return leiden(cache.neighbors.result()->connectivities, options, ctx);
+            return on_rank_zero<LeidenResult>(
+                state.config.comm, [&] { return leiden(cache.neighbors.result()->connectivities, options, ctx); },
+                put_leiden, get_leiden);
         });
         if (ran) {
             // A user's edit of the previous clusters (renamed categories) no longer applies.
