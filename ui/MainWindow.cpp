@@ -225,7 +225,7 @@ void MainWindow::buildMenus() {
     connect(open, &QAction::triggered, this, [this] {
         const QString path = QFileDialog::getOpenFileName(
             this, tr("Open dataset"), QFileInfo(d->current_path).absolutePath(),
-            tr("Single-cell data (*.h5ad *.h5 *.mtx *.mtx.gz);;All files (*)"));
+            tr("Single-cell data or session (*.h5ad *.h5 *.mtx *.mtx.gz *.fathom.json);;All files (*)"));
         if (!path.isEmpty()) openFile(path);
     });
     QAction* open_folder = file->addAction(tr("Open 10x &folder..."));
@@ -583,6 +583,8 @@ void MainWindow::onProgress(const QString& label, const JobStatus& status) {
 // ---- jobs ---------------------------------------------------------------------------
 
 bool MainWindow::openFile(const QString& path) {
+    // A session file (File > Open, the command line, a dropped file) reopens its dataset.
+    if (path.endsWith(QStringLiteral(".json"), Qt::CaseInsensitive) && QFileInfo(path).isFile()) return openSession(path);
     if (!QFileInfo::exists(path)) {
         const QString message = tr("%1: no such file or folder").arg(path);
         log(tr("open failed (input): %1").arg(message));
@@ -688,7 +690,8 @@ void MainWindow::startPipelineJob() {
         QStringList stages;
         for (const StageTiming& timing : status.timings)
             stages << QStringLiteral("%1 %2").arg(QString::fromStdString(timing.stage), seconds_text(timing.wall_seconds));
-        log(tr("pipeline: done in %1 (%2)").arg(seconds_text(status.elapsed_seconds), stages.join(QStringLiteral(", "))));
+        log(stages.isEmpty() ? tr("pipeline: done in %1 (every step's result was current)").arg(seconds_text(status.elapsed_seconds))
+                             : tr("pipeline: done in %1 (%2)").arg(seconds_text(status.elapsed_seconds), stages.join(QStringLiteral(", "))));
         d->status_label->setText(tr("pipeline done in %1").arg(seconds_text(status.elapsed_seconds)));
         for (const auto& warning : d->engine->snapshot()->warnings)
             log(tr("pipeline: warning: %1").arg(QString::fromStdString(warning)));

@@ -34,7 +34,7 @@ QString script_usage() {
         "usage: fathom [FILE] [--run] [--color-by KEY|gene:NAME] [--screenshot OUT.png] [--size WxH]\n"
         "              [--export-figure OUT.png|svg|pdf [--figure-size WxHin|mm|cm] [--dpi N]]\n"
         "              [--devices cpu:N|cuda:0,...]\n"
-        "  FILE             dataset to open (h5ad, 10x h5, Matrix Market folder)\n"
+        "  FILE             dataset to open (h5ad, 10x h5, Matrix Market folder) or a session (.fathom.json)\n"
         "  --run            run the analysis pipeline after opening\n"
         "  --color-by KEY   colour by an obs column (e.g. leiden) or gene:NAME\n"
         "  --screenshot P   write the window's picture to P (PNG) and exit\n"
@@ -141,6 +141,17 @@ void ScriptRunner::fail(int exit_code, const QString& message) {
 }
 
 void ScriptRunner::start() {
+    if (m_options.path.endsWith(QStringLiteral(".json"), Qt::CaseInsensitive)) {
+        // A session: it reopens its dataset, re-runs its pipeline when it had results and
+        // restores the view; --run is not needed.
+        connect(&m_window, &MainWindow::sessionRestored, this, [this](bool ok, const QString& message) {
+            if (m_done) return;
+            if (!ok) return fail(3, QStringLiteral("cannot open session %1: %2").arg(m_options.path, message));
+            afterPipeline();
+        }, Qt::SingleShotConnection);
+        m_window.openSession(m_options.path);
+        return;
+    }
     connect(&m_window, &MainWindow::datasetOpened, this, [this](bool ok, const QString& message, int failure) {
         if (m_done) return;
         if (!ok) return fail(exit_code_of(failure), QStringLiteral("cannot open %1: %2").arg(m_options.path, message));

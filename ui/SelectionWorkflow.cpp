@@ -101,7 +101,9 @@ void SelectionWorkflow::addActions(QToolBar* toolbar, QMenu* edit, QMenu* select
     QAction* undo = m_undo->createUndoAction(this, tr("&Undo"));
     undo->setShortcut(QKeySequence::Undo);
     QAction* redo = m_undo->createRedoAction(this, tr("&Redo"));
-    redo->setShortcuts({QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_Z), QKeySequence::Redo});
+    // Ctrl+Shift+Z and Ctrl+Y; QKeySequence::Redo is Ctrl+Shift+Z on Linux, and binding it
+    // twice makes the shortcut ambiguous (neither fires).
+    redo->setShortcuts({QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_Z), QKeySequence(Qt::CTRL | Qt::Key_Y)});
     edit->addAction(undo);
     edit->addAction(redo);
     edit->addSeparator();

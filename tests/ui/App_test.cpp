@@ -120,6 +120,27 @@ TEST(FathomExecutable, ScreenshotOfAnOpenedDatasetColouredByAStoredCategory) {
     EXPECT_GT(fathom::test::count_distinct_colors(image), 20);
 }
 
+// `fathom SESSION.fathom.json` reopens the session's dataset and colouring (it was
+// rejected as an unrecognised format).
+TEST(FathomExecutable, ASessionFileOpensFromTheCommandLine) {
+    FATHOM_REQUIRE_GL();
+    const auto input = fathom::test::shared_data("scanpy_pbmc68k_reduced/10x_pbmc68k_reduced.h5ad");
+    FATHOM_REQUIRE_PATH(input);
+    const auto folder = fathom::test::temp_dir("ui-session-cli");
+    const auto session = folder / "pbmc.fathom.json";
+    std::ofstream(session) << R"({"format": "fathom-session", "version": 2, "dataset": ")" << input.string()
+                           << R"(", "has_results": false, "color_by": "louvain"})";
+    const auto out = folder / "session.png";
+    const ProcessRun run = run_fathom({QString::fromStdString(session.string()), QStringLiteral("--screenshot"),
+                                       QString::fromStdString(out.string()), QStringLiteral("--size"), QStringLiteral("900x600")},
+                                      QProcessEnvironment::systemEnvironment());
+    ASSERT_EQ(run.exit_code, 0) << run.output.toStdString();
+    QImage image(QString::fromStdString(out.string()));
+    ASSERT_FALSE(image.isNull());
+    // The session's colouring: uns['louvain_colors'] (first colour #023fa5) is on screen.
+    EXPECT_GT(fathom::test::count_pixels(image, Rgba8{0x02, 0x3f, 0xa5, 255}), 50);
+}
+
 TEST(FathomExecutable, ExportFigureWritesTheRequestedSizeAndVectorText) {
     FATHOM_REQUIRE_GL();
     const auto input = fathom::test::shared_data("scanpy_pbmc68k_reduced/10x_pbmc68k_reduced.h5ad");

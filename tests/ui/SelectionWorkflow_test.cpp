@@ -10,6 +10,7 @@
 #include <QSortFilterProxyModel>
 #include <QTest>
 #include <QUndoStack>
+#include <map>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -224,6 +225,14 @@ TEST(SelectionWorkflow, SelectSaveRenameMergeMarkersExportAndUndo) {
     }
     ASSERT_NE(undo_action, nullptr);
     ASSERT_NE(redo_action, nullptr);
+    // Redo answers Ctrl+Y too, and no action shares a shortcut with another (Qt fires
+    // neither of two actions bound to one key: "Ambiguous shortcut overload").
+    EXPECT_TRUE(redo_action->shortcuts().contains(QKeySequence(Qt::CTRL | Qt::Key_Y)));
+    std::map<QString, int> bound;
+    for (QAction* action : window.findChildren<QAction*>())
+        for (const QKeySequence& key : action->shortcuts())
+            if (!key.isEmpty()) ++bound[key.toString()];
+    for (const auto& [key, count] : bound) EXPECT_EQ(count, 1) << key.toStdString() << " is bound " << count << " times";
     selection->invert();
     EXPECT_EQ(selection->count(), 2000 - static_cast<std::int64_t>(selected.size()));
     ASSERT_TRUE(undo_action->isEnabled());
