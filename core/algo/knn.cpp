@@ -527,6 +527,18 @@ double knn_recall(const KnnGraph& approximate, const KnnGraph& exact_rows, const
     return total / static_cast<double>(sample.size());
 }
 
+bool searches_exactly(const KnnOptions& options, std::int64_t num_cells) noexcept {
+    return options.method == KnnMethod::Exact || (options.method == KnnMethod::Auto && num_cells < options.exact_below);
+}
+
+KnnGraph exact_rows(const DenseMatrix<float>& points, const KnnOptions& options, std::int64_t query_begin,
+                    std::int64_t query_end, JobContext& ctx, std::int64_t* fallback_queries) {
+    validate(options, points.rows(), points.cols());
+    const int num_dims = options.num_pcs == 0 ? static_cast<int>(points.cols()) : options.num_pcs;
+    return exact_neighbors(points, num_dims, effective_neighbors(options.num_neighbors, points.rows()), query_begin,
+                           query_end, ctx, fallback_queries);
+}
+
 KnnResult nearest_neighbors(const DenseMatrix<float>& points, const KnnOptions& options, JobContext& ctx,
                             const Accelerator* accelerator) {
     validate(options, points.rows(), points.cols());

@@ -62,6 +62,17 @@ KnnResult nearest_neighbors(const DenseMatrix<float>& points, const KnnOptions& 
 KnnGraph exact_neighbors(const DenseMatrix<float>& points, int num_dims, int num_neighbors, std::int64_t query_begin,
                          std::int64_t query_end, JobContext& ctx, std::int64_t* fallback_queries = nullptr);
 
+/// True when nearest_neighbors with `options` on `num_cells` cells runs the exact search
+/// on the CPU (method Exact, or Auto below exact_below cells; no accelerator).
+bool searches_exactly(const KnnOptions& options, std::int64_t num_cells) noexcept;
+
+/// That exact search for the query rows [query_begin, query_end) only: one share of a
+/// search split across processes. The shares' graphs, concatenated in query order, are
+/// nearest_neighbors' graph (the search is certified exact, so the split cannot change
+/// it). Validates `options` as nearest_neighbors does.
+KnnGraph exact_rows(const DenseMatrix<float>& points, const KnnOptions& options, std::int64_t query_begin,
+                    std::int64_t query_end, JobContext& ctx, std::int64_t* fallback_queries = nullptr);
+
 /// Mean over `sample` cells of |approx ∩ exact| / (k - 1) on the non-self neighbours.
 double knn_recall(const KnnGraph& approximate, const KnnGraph& exact_rows, const std::vector<std::int64_t>& sample);
 

@@ -30,4 +30,9 @@ struct NeighborsResult {
 NeighborsResult neighbors(const DenseMatrix<float>& points, const NeighborsOptions& options, JobContext& ctx,
                           const Accelerator* accelerator = nullptr);
 
+/// distances_graph and fuzzy_simplicial_set of a kNN result found elsewhere (the shares
+/// of an exact search gathered from several processes): what neighbors() returns for the
+/// same table.
+NeighborsResult neighbors_from_knn(KnnResult knn, const NeighborsOptions& options, JobContext& ctx);
+
 }  // namespace fathom

@@ -76,6 +76,36 @@ TEST(ExactNeighbors, MatchesBruteForceIncludingDuplicatesAndTies) {
     EXPECT_EQ(result.graph.neighbor_distances(10)[1], 0.0f);
 }
 
+// The shares of a search split across processes (exact_rows), concatenated, are
+// nearest_neighbors' graph bit for bit, and neighbors_from_knn on them gives neighbors().
+TEST(ExactNeighbors, SharesOfTheQueriesConcatenateToTheWholeSearch) {
+    auto points = gaussian_mixture(1300, 12, 5, 4);
+    for (int dim = 0; dim < 12; ++dim) points(20, dim) = points(21, dim);  // a duplicate
+    JobContext ctx;
+    NeighborsOptions options;  // Auto: exact below 8192 cells
+    EXPECT_TRUE(searches_exactly(options.knn, points.rows()));
+    options.knn.method = KnnMethod::Hnsw;
+    EXPECT_FALSE(searches_exactly(options.knn, points.rows()));
+    options.knn.method = KnnMethod::Auto;
+    const NeighborsResult whole = neighbors(points, options, ctx);
+    KnnResult gathered;
+    gathered.graph.num_cells = points.rows();
+    gathered.num_dims = 12;
+    for (const RowRange& share : split_rows_evenly(points.rows(), 3)) {
+        const KnnGraph rows = exact_rows(points, options.knn, share.begin, share.end, ctx);
+        EXPECT_EQ(rows.num_cells, share.size());
+        gathered.graph.num_neighbors = rows.num_neighbors;
+        gathered.graph.indices.insert(gathered.graph.indices.end(), rows.indices.begin(), rows.indices.end());
+        gathered.graph.distances.insert(gathered.graph.distances.end(), rows.distances.begin(), rows.distances.end());
+    }
+    EXPECT_EQ(gathered.graph.indices, whole.knn.graph.indices);
+    EXPECT_EQ(gathered.graph.distances, whole.knn.graph.distances);
+    const NeighborsResult rebuilt = neighbors_from_knn(std::move(gathered), options, ctx);
+    EXPECT_EQ(rebuilt.connectivities.values, whole.connectivities.values);
+    EXPECT_EQ(rebuilt.connectivities.col_indices, whole.connectivities.col_indices);
+    EXPECT_EQ(rebuilt.distances.values, whole.distances.values);
+}
+
 TEST(ExactNeighbors, UsesOnlyTheLeadingNumPcsColumns) {
     const auto points = gaussian_mixture(400, 30, 4, 2);
     JobContext ctx;
