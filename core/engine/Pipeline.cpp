@@ -481,9 +481,10 @@ void run_pipeline(Engine::State& state, const PipelineSettings& settings, JobCon
         return run_preprocess(*data, preprocess, settings.num_top_genes, ctx);
     });
     const auto& pre = *cache.preprocess.result();
-    cache.hvg.update(hvg_options(settings), {cache.preprocess.version()}, clock, [&] {
+    const HvgStepOptions selection = hvg_options(settings);
+    cache.hvg.update(selection, {cache.preprocess.version()}, clock, [&] {
         step(PipelineStep::Hvg);
-        return run_hvg(pre, hvg_options(settings), ctx);
+        return run_hvg(pre, selection, ctx);
     });
     const auto& selected = *cache.hvg.result();
     cache.scale.update(ScaleStepOptions{settings.recipe, preprocess.integer_dtype},

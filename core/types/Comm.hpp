@@ -69,7 +69,6 @@ public:
         m_bytes.insert(m_bytes.end(), first, first + values.size() * sizeof(T));
     }
     const Bytes& bytes() const noexcept { return m_bytes; }
-    Bytes take() noexcept { return std::move(m_bytes); }
 
 private:
     Bytes m_bytes;

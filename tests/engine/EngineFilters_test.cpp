@@ -11,6 +11,7 @@
 #include <fstream>
 #include <map>
 
+#include "tests/engine/engine_jobs.hpp"
 #include "core/data/CsrShard.hpp"
 #include "core/engine/Engine.hpp"
 #include "core/io/RowSource.hpp"
@@ -158,10 +159,7 @@ TEST(EngineFilters, GeneSetMeanAndScore) {
     EXPECT_GT(difference, 0.0);
 }
 
-JobStatus finish(const JobHandle& handle) {
-    EXPECT_TRUE(handle.wait_for(120s)) << "job did not finish in time";
-    return handle.status();
-}
+using test::finish;
 
 TEST(EngineFilters, AStreamedDatasetGivesTheSameMasksAndValuesAsInMemory) {
     Engine in_memory(EngineConfig{"cpu:2"});

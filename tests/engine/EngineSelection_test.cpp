@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "tests/engine/engine_jobs.hpp"
 #include "core/algo/markers.hpp"
 #include "core/algo/recipes.hpp"
 #include "core/backend/ShardSet.hpp"
@@ -52,10 +53,7 @@ PipelineSettings small_settings() {
     return settings;
 }
 
-JobStatus finish(const JobHandle& handle) {
-    EXPECT_TRUE(handle.wait_for(120s)) << "job did not finish in time";
-    return handle.status();
-}
+using test::finish;
 
 const CategoricalColumn& truth_of(const AnalysisSnapshot& snapshot) {
     return std::get<CategoricalColumn>(snapshot.obs->find("cell_type")->data);

@@ -15,6 +15,7 @@
 #include "core/backend/ShardSet.hpp"
 #include "core/io/RowSource.hpp"
 #include "core/io/synth.hpp"
+#include "tests/engine/engine_jobs.hpp"
 #include "tests/support/paths.hpp"
 
 namespace fathom {
@@ -53,16 +54,9 @@ PipelineSettings small_settings() {
     return settings;
 }
 
-std::vector<std::string> steps_of(const JobStatus& status) {
-    std::vector<std::string> steps;
-    for (const auto& timing : status.timings) steps.push_back(timing.stage);
-    return steps;
-}
+using test::steps_of;
 
-JobStatus finish(const JobHandle& handle) {
-    EXPECT_TRUE(handle.wait_for(120s)) << "job did not finish in time";
-    return handle.status();
-}
+using test::finish;
 
 TEST(Engine, OpenPublishesTheDatasetAndQc) {
     Engine engine;

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <set>
 
+#include "tests/engine/engine_jobs.hpp"
 #include "core/engine/Engine.hpp"
 #include "core/io/RowSource.hpp"
 #include "tests/support/graph_metrics.hpp"
@@ -20,10 +21,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-JobStatus finish(const JobHandle& handle) {
-    EXPECT_TRUE(handle.wait_for(300s)) << "job did not finish in time";
-    return handle.status();
-}
+JobStatus finish(const JobHandle& handle) { return test::finish(handle, std::chrono::seconds(300)); }
 
 const std::vector<std::string>* strings_of(const Table& table, const std::string& name) {
     const Column* column = table.find(name);

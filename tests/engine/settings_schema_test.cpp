@@ -10,6 +10,7 @@
 #include <set>
 #include <sstream>
 
+#include "tests/engine/engine_jobs.hpp"
 #include "core/engine/Engine.hpp"
 #include "core/engine/settings_schema.hpp"
 #include "core/io/synth.hpp"
@@ -160,16 +161,9 @@ PipelineSettings all_steps() {
     return settings;
 }
 
-std::vector<std::string> steps_of(const JobStatus& status) {
-    std::vector<std::string> steps;
-    for (const auto& timing : status.timings) steps.push_back(timing.stage);
-    return steps;
-}
+using test::steps_of;
 
-JobStatus finish(const JobHandle& handle) {
-    EXPECT_TRUE(handle.wait_for(120s)) << "job did not finish in time";
-    return handle.status();
-}
+using test::finish;
 
 /// The steps that must re-run when `spec` alone changes: those it feeds and every step
 /// after them, among the steps `settings` runs.
