@@ -11,14 +11,17 @@
 #include <memory>
 #include <numeric>
 #include <random>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "core/algo/l2_kernel.hpp"
-#include "core/types/JobContext.hpp"
+#include "core/data/ShardedCsr.hpp"
 #include "core/memory/uninitialized.hpp"
+#include "core/types/Comm.hpp"
+#include "core/types/JobContext.hpp"
 
 namespace fathom::detail {
 
@@ -213,6 +216,24 @@ Rows kmeans(const Rows& rows, std::int64_t num_points, std::size_t dims, int num
     return centres;
 }
 
+/// Every rank's block of `all` (rank r's block starts at offsets[r] and ends at
+/// offsets[r + 1], in elements) made whole on every rank: the blocks travel in rank order
+/// (all_gather), so `all` is the same bits on every rank.
+template <typename T>
+void gather_blocks(Comm& comm, T* all, const std::vector<std::int64_t>& offsets) {
+    const auto rank = static_cast<std::size_t>(comm.rank());
+    const std::span<const T> mine(all + offsets[rank], static_cast<std::size_t>(offsets[rank + 1] - offsets[rank]));
+    const std::vector<Bytes> blocks = comm.all_gather(std::as_bytes(mine));
+    for (std::size_t from = 0; from < blocks.size(); ++from) {
+        const auto expected = static_cast<std::size_t>(offsets[from + 1] - offsets[from]) * sizeof(T);
+        if (blocks[from].size() != expected)
+            throw std::runtime_error("ivf_knn: rank " + std::to_string(from) + " sent " +
+                                     std::to_string(blocks[from].size()) + " bytes of its share; expected " +
+                                     std::to_string(expected));
+        if (from != rank) std::memcpy(all + offsets[from], blocks[from].data(), expected);
+    }
+}
+
 }  // namespace
 
 std::vector<double> column_means(const DenseMatrix<float>& points, int num_dims) {
@@ -226,7 +247,8 @@ std::vector<double> column_means(const DenseMatrix<float>& points, int num_dims)
     return mean;
 }
 
-KnnCandidates ivf_knn(const DenseMatrix<float>& points, int num_dims, const IvfParams& params, JobContext& ctx) {
+KnnCandidates ivf_knn(const DenseMatrix<float>& points, int num_dims, const IvfParams& params, JobContext& ctx,
+                      Comm* comm) {
     const std::int64_t num_points = points.rows();
     const int pool = params.pool;
     const auto fail = [](const std::string& problem) { throw std::invalid_argument("ivf_knn: " + problem); };
@@ -268,12 +290,25 @@ KnnCandidates ivf_knn(const DenseMatrix<float>& points, int num_dims, const IvfP
     const int probes = std::min(params.probes, num_clusters);
     const Rows centres = kmeans(input, num_points, dims, num_clusters, params, ctx);
     ctx.report(0.2);
+    // Over several ranks, rank r assigns the points of split_rows_evenly's share r.
+    const bool split = comm != nullptr && comm->size() > 1;
+    const int ranks = split ? comm->size() : 1;
+    const auto rank = static_cast<std::size_t>(split ? comm->rank() : 0);
+    const std::vector<RowRange> point_shares = split_rows_evenly(num_points, ranks);
     UninitializedVector<std::int32_t> probe_lists(static_cast<std::size_t>(num_points) * static_cast<std::size_t>(probes));
     {
         const PackedBlock block = packed_block(centres, num_clusters, dims);
-        std::vector<std::int32_t> all(static_cast<std::size_t>(num_points));
-        std::iota(all.begin(), all.end(), 0);
-        nearest_columns(input, all, block, dims, probes, probe_lists.data(), ctx);
+        const RowRange& share = point_shares[rank];
+        std::vector<std::int32_t> mine(static_cast<std::size_t>(share.size()));
+        std::iota(mine.begin(), mine.end(), static_cast<std::int32_t>(share.begin));
+        nearest_columns(input, mine, block, dims, probes,
+                        probe_lists.data() + static_cast<std::size_t>(share.begin) * static_cast<std::size_t>(probes), ctx);
+        if (split) {
+            std::vector<std::int64_t> offsets;
+            for (const RowRange& each : point_shares) offsets.push_back(each.begin * probes);
+            offsets.push_back(num_points * probes);
+            gather_blocks(*comm, probe_lists.data(), offsets);
+        }
     }
     ctx.report(0.35);
 
@@ -321,6 +356,25 @@ KnnCandidates ivf_knn(const DenseMatrix<float>& points, int num_dims, const IvfP
              packed_norms.data() + packed_offset[static_cast<std::size_t>(cluster)]);
     });
 
+    // Over several ranks, rank r searches the clusters that begin in its share of the
+    // (renumbered) points, and refines and finishes the lists of those clusters' points:
+    // [first_cluster[r], first_cluster[r + 1]) and [list_offsets[r], list_offsets[r + 1]).
+    std::vector<int> first_cluster;
+    std::vector<std::int64_t> list_offsets;  // in points
+    for (const RowRange& share : point_shares) {
+        first_cluster.push_back(static_cast<int>(std::lower_bound(begin.begin(), begin.end() - 1, share.begin) - begin.begin()));
+        list_offsets.push_back(begin[static_cast<std::size_t>(first_cluster.back())]);
+    }
+    first_cluster.push_back(num_clusters);
+    list_offsets.push_back(num_points);
+    const auto gather_lists = [&](UninitializedVector<std::uint64_t>& all) {
+        std::vector<std::int64_t> offsets;
+        for (const std::int64_t point : list_offsets) offsets.push_back(point * pool);
+        gather_blocks(*comm, all.data(), offsets);
+    };
+    const std::int64_t my_first = list_offsets[rank];
+    const std::int64_t my_end = list_offsets[rank + 1];
+
     // The search: each task takes the points of one cluster and compares them with the
     // members of the clusters they probe, cluster by cluster, so every task writes only
     // its own points' lists.
@@ -333,7 +387,7 @@ KnnCandidates ivf_knn(const DenseMatrix<float>& points, int num_dims, const IvfP
         std::vector<std::int32_t> selected = std::vector<std::int32_t>(kSearchSpan);
     };
     tbb::enumerable_thread_specific<Scratch> scratches;
-    tbb::parallel_for(tbb::blocked_range<int>(0, num_clusters, 1), [&](const tbb::blocked_range<int>& range) {
+    tbb::parallel_for(tbb::blocked_range<int>(first_cluster[rank], first_cluster[rank + 1], 1), [&](const tbb::blocked_range<int>& range) {
         ctx.checkpoint();
         Scratch& scratch = scratches.local();
         if (scratch.buckets.empty()) scratch.buckets.resize(static_cast<std::size_t>(num_clusters));
@@ -403,6 +457,7 @@ KnnCandidates ivf_knn(const DenseMatrix<float>& points, int num_dims, const IvfP
             }
         }
     });
+    if (split && params.refine_rounds > 0) gather_lists(lists);
     ctx.report(0.8);
 
     // Refinement: every list merged with its neighbours' lists (distances by
@@ -419,7 +474,7 @@ KnnCandidates ivf_knn(const DenseMatrix<float>& points, int num_dims, const IvfP
         };
         tbb::enumerable_thread_specific<RefineScratch> refine_scratches;
         UninitializedVector<std::uint64_t> refined(lists.size());
-        tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, num_points, 256), [&](const tbb::blocked_range<std::int64_t>& range) {
+        tbb::parallel_for(tbb::blocked_range<std::int64_t>(my_first, my_end, 256), [&](const tbb::blocked_range<std::int64_t>& range) {
             ctx.checkpoint();
             RefineScratch& scratch = refine_scratches.local();
             if (scratch.visited.empty()) scratch.visited.assign(static_cast<std::size_t>(num_points), 0);
@@ -456,35 +511,74 @@ KnnCandidates ivf_knn(const DenseMatrix<float>& points, int num_dims, const IvfP
                     insert_sorted(out, pool, entry_key(scratch.distances[item], scratch.candidates[item]));
             }
         });
+        if (split && round + 1 < params.refine_rounds) gather_lists(refined);
         lists.swap(refined);
         rounds_run = round + 1;
     }
     ctx.report(0.9);
 
-    KnnCandidates result;
-    result.pool = pool;
-    result.iterations = rounds_run;
-    result.indices.assign(static_cast<std::size_t>(num_points) * static_cast<std::size_t>(pool), -1);
-    result.sq_distances.assign(result.indices.size(), 0.0);
     // Exact squared distances from the input coordinates (not the centred copy): the same
-    // values every other method reports.
-    tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, num_points, 1024), [&](const tbb::blocked_range<std::int64_t>& range) {
+    // values every other method reports. One process writes each point's row in input
+    // order; over several ranks each rank writes its points' rows in its own order and
+    // rank 0 places them.
+    const std::size_t width = static_cast<std::size_t>(pool);
+    std::vector<std::int32_t> indices(static_cast<std::size_t>(split ? my_end - my_first : num_points) * width, -1);
+    std::vector<double> sq_distances(indices.size(), 0.0);
+    tbb::parallel_for(tbb::blocked_range<std::int64_t>(my_first, my_end, 1024), [&](const tbb::blocked_range<std::int64_t>& range) {
         std::int32_t neighbors[kNnDescentMaxList];
         for (std::int64_t point = range.begin(); point != range.end(); ++point) {
             const auto input_row = static_cast<std::size_t>(original[static_cast<std::size_t>(point)]);
-            const std::uint64_t* keys = lists.data() + static_cast<std::size_t>(point) * static_cast<std::size_t>(pool);
+            const std::uint64_t* keys = lists.data() + static_cast<std::size_t>(point) * width;
             int count = 0;
             while (count < pool && keys[count] != kEmpty) {
                 neighbors[count] = original[static_cast<std::size_t>(entry_index(keys[count]))];
                 ++count;
             }
-            const std::size_t out = input_row * static_cast<std::size_t>(pool);
-            std::copy_n(neighbors, count, result.indices.data() + out);
+            const std::size_t out = (split ? static_cast<std::size_t>(point - my_first) : input_row) * width;
+            std::copy_n(neighbors, count, indices.data() + out);
             exact_sq_distances(points.row(static_cast<std::int64_t>(input_row)).data(), points.data(),
                                static_cast<std::size_t>(points.cols()), num_dims, neighbors, count,
-                               result.sq_distances.data() + out);
+                               sq_distances.data() + out);
         }
     });
+
+    KnnCandidates result;
+    result.iterations = rounds_run;
+    if (!split) {
+        result.pool = pool;
+        result.indices = std::move(indices);
+        result.sq_distances = std::move(sq_distances);
+        return result;
+    }
+    if (rank != 0) {
+        ByteWriter out;
+        out.put_vector(std::span<const std::int32_t>(indices));
+        out.put_vector(std::span<const double>(sq_distances));
+        comm->send(out.bytes(), 0);
+        return result;
+    }
+    result.pool = pool;
+    result.indices.assign(static_cast<std::size_t>(num_points) * width, -1);
+    result.sq_distances.assign(result.indices.size(), 0.0);
+    const auto place = [&](std::int64_t first, std::span<const std::int32_t> rows, std::span<const double> distances) {
+        if (rows.size() != distances.size() || rows.size() % width != 0)
+            throw std::runtime_error("ivf_knn: a rank sent lists of the wrong size");
+        for (std::size_t row = 0; row < rows.size() / width; ++row) {
+            const auto input_row = static_cast<std::size_t>(original[static_cast<std::size_t>(first) + row]);
+            std::copy_n(rows.data() + row * width, width, result.indices.data() + input_row * width);
+            std::copy_n(distances.data() + row * width, width, result.sq_distances.data() + input_row * width);
+        }
+    };
+    place(my_first, indices, sq_distances);
+    for (int from = 1; from < ranks; ++from) {
+        const Bytes message = comm->receive(from);
+        ByteReader in(message);
+        const std::vector<std::int32_t> rows = in.get_vector<std::int32_t>();
+        const std::vector<double> distances = in.get_vector<double>();
+        if (static_cast<std::int64_t>(rows.size()) != (list_offsets[static_cast<std::size_t>(from) + 1] - list_offsets[static_cast<std::size_t>(from)]) * pool)
+            throw std::runtime_error("ivf_knn: rank " + std::to_string(from) + " sent lists for the wrong number of points");
+        place(list_offsets[static_cast<std::size_t>(from)], rows, distances);
+    }
     return result;
 }
 

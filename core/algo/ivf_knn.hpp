@@ -12,6 +12,7 @@
 
 namespace fathom {
 
+class Comm;
 class JobContext;
 
 namespace detail {
@@ -40,7 +41,16 @@ std::vector<double> column_means(const DenseMatrix<float>& points, int num_dims)
 /// The `pool` approximate nearest neighbours of every row of `points` (first num_dims
 /// columns), euclidean, in the layout nn_descent returns (iterations = refine rounds
 /// run). Deterministic: the result depends on the seed only, not on the threads.
-KnnCandidates ivf_knn(const DenseMatrix<float>& points, int num_dims, const IvfParams& params, JobContext& ctx);
+///
+/// `comm` (may be null: one process): the ranks of a run, each holding the same
+/// `points`, share the work: every rank computes the same clusters, then assigns its
+/// share of the points to them, searches its share of the clusters and refines its share
+/// of the lists; the shares are exchanged in rank order (all_gather) between the phases,
+/// and the lists go to rank 0 at the end. Every point's list depends only on the
+/// clusters and the previous phase's lists, so rank 0's result is the one-process result
+/// bit for bit; the other ranks return an empty result (pool 0, no entries).
+KnnCandidates ivf_knn(const DenseMatrix<float>& points, int num_dims, const IvfParams& params, JobContext& ctx,
+                      Comm* comm = nullptr);
 
 }  // namespace detail
 }  // namespace fathom

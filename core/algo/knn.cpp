@@ -17,6 +17,7 @@
 #include <hnswlib/hnswlib.h>
 
 #include "core/algo/ivf_knn.hpp"
+#include "core/types/Comm.hpp"
 #include "core/algo/l2_kernel.hpp"
 #include "core/algo/nn_descent.hpp"
 #include "core/backend/Accelerator.hpp"
@@ -398,17 +399,66 @@ int nndescent_search(const DenseMatrix<float>& points, int num_dims, const KnnOp
     return found.iterations;
 }
 
-/// Approximate search by the inverted-file search of ivf_knn, then re-ranked.
-void ivf_search(const DenseMatrix<float>& points, int num_dims, const KnnOptions& options, int num_neighbors,
-               KnnGraph& graph, JobContext& ctx) {
+/// ivf_knn's parameters from the options.
+detail::IvfParams ivf_params(const KnnOptions& options, int num_neighbors, std::int64_t num_cells) {
     detail::IvfParams params;
-    params.pool = search_pool(options.ivf_extra, num_neighbors, points.rows());
+    params.pool = search_pool(options.ivf_extra, num_neighbors, num_cells);
     params.cluster_size = options.ivf_cluster_size;
     params.probes = options.ivf_probes;
     params.refine_rounds = options.ivf_refine_rounds;
     params.refine_fanout = options.ivf_refine_fanout;
     params.seed = options.seed;
-    rerank(points, num_dims, options, num_neighbors, detail::ivf_knn(points, num_dims, params, ctx), graph, ctx);
+    return params;
+}
+
+/// Approximate search by the inverted-file search of ivf_knn, then re-ranked.
+void ivf_search(const DenseMatrix<float>& points, int num_dims, const KnnOptions& options, int num_neighbors,
+               KnnGraph& graph, JobContext& ctx) {
+    rerank(points, num_dims, options, num_neighbors,
+           detail::ivf_knn(points, num_dims, ivf_params(options, num_neighbors, points.rows()), ctx), graph, ctx);
+}
+
+/// An approximate result's recall, measured on options.recall_sample random cells
+/// against the exact search (NaN when the sample is 0).
+void measure_recall(const DenseMatrix<float>& points, int num_dims, const KnnOptions& options, KnnResult& result,
+                    JobContext& ctx) {
+    const std::int64_t num_cells = points.rows();
+    const int num_neighbors = result.graph.num_neighbors;
+    result.recall = std::numeric_limits<double>::quiet_NaN();
+    if (options.recall_sample <= 0) return;
+    std::vector<std::int64_t> all(static_cast<std::size_t>(num_cells));
+    std::iota(all.begin(), all.end(), 0);
+    std::vector<std::int64_t> sample;
+    std::mt19937_64 generator(options.seed ^ 0x9e3779b97f4a7c15ULL);
+    std::sample(all.begin(), all.end(), std::back_inserter(sample), std::min<std::int64_t>(options.recall_sample, num_cells),
+                generator);
+    KnnGraph truth;
+    truth.num_cells = static_cast<std::int64_t>(sample.size());
+    truth.num_neighbors = num_neighbors;
+    truth.indices.resize(sample.size() * static_cast<std::size_t>(num_neighbors));
+    truth.distances.resize(truth.indices.size());
+    exact_search(points, num_dims, num_neighbors, sample, truth.indices.data(), truth.distances.data(), ctx);
+    result.recall = knn_recall(result.graph, truth, sample);
+    result.recall_queries = static_cast<int>(sample.size());
+}
+
+/// The method nearest_neighbors runs for `options` on `num_cells` cells (Auto resolved).
+KnnMethod resolved_method(const KnnOptions& options, std::int64_t num_cells) {
+    if (options.method != KnnMethod::Auto) return options.method;
+    return num_cells < options.exact_below ? KnnMethod::Exact : KnnMethod::Ivf;
+}
+
+/// An empty result of num_cells x num_neighbors (the tables sized, zero).
+KnnResult sized_result(std::int64_t num_cells, int num_dims, int num_neighbors, KnnMethod method) {
+    KnnResult result;
+    result.num_dims = num_dims;
+    result.method_used = method;
+    result.graph.num_cells = num_cells;
+    result.graph.num_neighbors = num_neighbors;
+    const std::size_t entries = static_cast<std::size_t>(num_cells) * static_cast<std::size_t>(num_neighbors);
+    result.graph.indices.resize(entries);
+    result.graph.distances.resize(entries);
+    return result;
 }
 
 int effective_neighbors(int requested, std::int64_t num_cells) {
@@ -527,18 +577,6 @@ double knn_recall(const KnnGraph& approximate, const KnnGraph& exact_rows, const
     return total / static_cast<double>(sample.size());
 }
 
-bool searches_exactly(const KnnOptions& options, std::int64_t num_cells) noexcept {
-    return options.method == KnnMethod::Exact || (options.method == KnnMethod::Auto && num_cells < options.exact_below);
-}
-
-KnnGraph exact_rows(const DenseMatrix<float>& points, const KnnOptions& options, std::int64_t query_begin,
-                    std::int64_t query_end, JobContext& ctx, std::int64_t* fallback_queries) {
-    validate(options, points.rows(), points.cols());
-    const int num_dims = options.num_pcs == 0 ? static_cast<int>(points.cols()) : options.num_pcs;
-    return exact_neighbors(points, num_dims, effective_neighbors(options.num_neighbors, points.rows()), query_begin,
-                           query_end, ctx, fallback_queries);
-}
-
 KnnResult nearest_neighbors(const DenseMatrix<float>& points, const KnnOptions& options, JobContext& ctx,
                             const Accelerator* accelerator) {
     validate(options, points.rows(), points.cols());
@@ -546,17 +584,9 @@ KnnResult nearest_neighbors(const DenseMatrix<float>& points, const KnnOptions& 
     const int num_dims = options.num_pcs == 0 ? static_cast<int>(points.cols()) : options.num_pcs;
     const int num_neighbors = effective_neighbors(options.num_neighbors, num_cells);
 
-    KnnResult result;
-    result.num_dims = num_dims;
-    result.method_used = options.method == KnnMethod::Auto
-                             ? (num_cells < options.exact_below ? KnnMethod::Exact : KnnMethod::Ivf)
-                             : options.method;
+    KnnResult result = sized_result(num_cells, num_dims, num_neighbors, resolved_method(options, num_cells));
     KnnGraph& graph = result.graph;
-    graph.num_cells = num_cells;
-    graph.num_neighbors = num_neighbors;
-    const std::size_t entries = static_cast<std::size_t>(num_cells) * static_cast<std::size_t>(num_neighbors);
-    graph.indices.resize(entries);
-    graph.distances.resize(entries);
+    const std::size_t entries = graph.indices.size();
 
     if ((options.method == KnnMethod::Auto || options.method == KnnMethod::Exact) && accelerator != nullptr) {
         if (accelerator->exact_knn(points, num_dims, num_neighbors, graph.indices, graph.distances, ctx)) {
@@ -593,24 +623,66 @@ KnnResult nearest_neighbors(const DenseMatrix<float>& points, const KnnOptions& 
         ivf_search(points, num_dims, options, num_neighbors, graph, ctx);
     else
         hnsw_search(points, num_dims, options, num_neighbors, graph, ctx);
-    result.recall = std::numeric_limits<double>::quiet_NaN();
-    if (options.recall_sample > 0) {
-        std::vector<std::int64_t> all(static_cast<std::size_t>(num_cells));
-        std::iota(all.begin(), all.end(), 0);
-        std::vector<std::int64_t> sample;
-        std::mt19937_64 generator(options.seed ^ 0x9e3779b97f4a7c15ULL);
-        std::sample(all.begin(), all.end(), std::back_inserter(sample),
-                    std::min<std::int64_t>(options.recall_sample, num_cells), generator);
-        KnnGraph truth;
-        truth.num_cells = static_cast<std::int64_t>(sample.size());
-        truth.num_neighbors = num_neighbors;
-        truth.indices.resize(sample.size() * static_cast<std::size_t>(num_neighbors));
-        truth.distances.resize(truth.indices.size());
-        exact_search(points, num_dims, num_neighbors, sample, truth.indices.data(), truth.distances.data(), ctx);
-        result.recall = knn_recall(graph, truth, sample);
-        result.recall_queries = static_cast<int>(sample.size());
-    }
+    measure_recall(points, num_dims, options, result, ctx);
     return result;
+}
+
+KnnResult nearest_neighbors(const DenseMatrix<float>& points, const KnnOptions& options, Comm& comm, JobContext& ctx) {
+    if (comm.size() == 1) return nearest_neighbors(points, options, ctx);
+    validate(options, points.rows(), points.cols());
+    const std::int64_t num_cells = points.rows();
+    const int num_dims = options.num_pcs == 0 ? static_cast<int>(points.cols()) : options.num_pcs;
+    const int num_neighbors = effective_neighbors(options.num_neighbors, num_cells);
+    const KnnMethod method = resolved_method(options, num_cells);
+    if (method == KnnMethod::Exact) {
+        // Each rank searches its share of the queries; rank 0 puts the rows in order.
+        const auto shares = split_rows_evenly(num_cells, comm.size());
+        const RowRange& mine = shares[static_cast<std::size_t>(comm.rank())];
+        std::int64_t fallback = 0;
+        KnnGraph rows = exact_neighbors(points, num_dims, num_neighbors, mine.begin, mine.end, ctx, &fallback);
+        if (comm.rank() != 0) {
+            ByteWriter out;
+            out.put(fallback);
+            out.put_vector(std::span<const std::int32_t>(rows.indices));
+            out.put_vector(std::span<const float>(rows.distances));
+            comm.send(out.bytes(), 0);
+            return KnnResult{};
+        }
+        KnnResult result;
+        result.num_dims = num_dims;
+        result.method_used = KnnMethod::Exact;
+        result.exact_fallback_queries = fallback;
+        result.graph = std::move(rows);
+        result.graph.num_cells = num_cells;
+        for (int rank = 1; rank < comm.size(); ++rank) {
+            const Bytes message = comm.receive(rank);
+            ByteReader in(message);
+            result.exact_fallback_queries += in.get<std::int64_t>();
+            const auto indices = in.get_vector<std::int32_t>();
+            const auto distances = in.get_vector<float>();
+            result.graph.indices.insert(result.graph.indices.end(), indices.begin(), indices.end());
+            result.graph.distances.insert(result.graph.distances.end(), distances.begin(), distances.end());
+        }
+        const std::size_t entries = static_cast<std::size_t>(num_cells) * static_cast<std::size_t>(num_neighbors);
+        if (result.graph.indices.size() != entries || result.graph.distances.size() != entries)
+            throw std::runtime_error("nearest_neighbors: the ranks' rows hold " +
+                                     std::to_string(result.graph.indices.size()) + " entries; expected " +
+                                     std::to_string(entries));
+        return result;
+    }
+    if (method == KnnMethod::Ivf) {
+        // The ranks share ivf_knn's phases; rank 0 re-ranks and measures the recall.
+        const detail::KnnCandidates found =
+            detail::ivf_knn(points, num_dims, ivf_params(options, num_neighbors, num_cells), ctx, &comm);
+        if (comm.rank() != 0) return KnnResult{};
+        KnnResult result = sized_result(num_cells, num_dims, num_neighbors, KnnMethod::Ivf);
+        rerank(points, num_dims, options, num_neighbors, found, result.graph, ctx);
+        measure_recall(points, num_dims, options, result, ctx);
+        return result;
+    }
+    // NN-descent and HNSW build one structure over all points: rank 0 runs them.
+    if (comm.rank() != 0) return KnnResult{};
+    return nearest_neighbors(points, options, ctx);
 }
 
 }  // namespace fathom

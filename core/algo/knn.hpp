@@ -14,6 +14,7 @@
 namespace fathom {
 
 class Accelerator;
+class Comm;
 class JobContext;
 
 /// Name of a method as the CLI spells it: "auto", "exact", "hnsw", "nndescent", "ivf".
@@ -53,6 +54,13 @@ struct KnnResult {
 KnnResult nearest_neighbors(const DenseMatrix<float>& points, const KnnOptions& options, JobContext& ctx,
                             const Accelerator* accelerator = nullptr);
 
+/// nearest_neighbors over the ranks of `comm`, each holding the same `points` (no
+/// accelerator): the exact search is split by queries, the IVF search shares its phases
+/// (detail::ivf_knn), NN-descent and HNSW run on rank 0. Rank 0 returns the
+/// one-process result bit for bit; the other ranks return a result without a graph
+/// (num_cells 0). Collective: every rank calls it with the same points and options.
+KnnResult nearest_neighbors(const DenseMatrix<float>& points, const KnnOptions& options, Comm& comm, JobContext& ctx);
+
 /// Exact k nearest neighbours (self first) of the query rows [query_begin, query_end)
 /// of `points` among all rows, using the first `num_dims` columns. One partition's
 /// work: the rows of the returned table are the queries in order. Certified exact:
@@ -61,17 +69,6 @@ KnnResult nearest_neighbors(const DenseMatrix<float>& points, const KnnOptions& 
 /// recomputed in double over all points.
 KnnGraph exact_neighbors(const DenseMatrix<float>& points, int num_dims, int num_neighbors, std::int64_t query_begin,
                          std::int64_t query_end, JobContext& ctx, std::int64_t* fallback_queries = nullptr);
-
-/// True when nearest_neighbors with `options` on `num_cells` cells runs the exact search
-/// on the CPU (method Exact, or Auto below exact_below cells; no accelerator).
-bool searches_exactly(const KnnOptions& options, std::int64_t num_cells) noexcept;
-
-/// That exact search for the query rows [query_begin, query_end) only: one share of a
-/// search split across processes. The shares' graphs, concatenated in query order, are
-/// nearest_neighbors' graph (the search is certified exact, so the split cannot change
-/// it). Validates `options` as nearest_neighbors does.
-KnnGraph exact_rows(const DenseMatrix<float>& points, const KnnOptions& options, std::int64_t query_begin,
-                    std::int64_t query_end, JobContext& ctx, std::int64_t* fallback_queries = nullptr);
 
 /// Mean over `sample` cells of |approx ∩ exact| / (k - 1) on the non-self neighbours.
 double knn_recall(const KnnGraph& approximate, const KnnGraph& exact_rows, const std::vector<std::int64_t>& sample);

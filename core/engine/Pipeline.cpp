@@ -176,42 +176,6 @@ LeidenResult get_leiden(ByteReader& in) {
     return result;
 }
 
-/// The exact kNN search split over the ranks of `comm`: rank r searches the queries of
-/// split_rows_evenly(cells, ranks)[r] and sends its rows to rank 0, which builds the graph
-/// (the same bits as one search: it is certified exact). Other ranks return no graph.
-NeighborsResult split_exact_neighbors(Comm& comm, const DenseMatrix<float>& scores, const NeighborsOptions& options,
-                                      JobContext& ctx) {
-    const auto shares = split_rows_evenly(scores.rows(), comm.size());
-    const RowRange& mine = shares[static_cast<std::size_t>(comm.rank())];
-    std::int64_t fallback = 0;
-    KnnGraph rows = exact_rows(scores, options.knn, mine.begin, mine.end, ctx, &fallback);
-    if (comm.rank() != 0) {
-        ByteWriter out;
-        out.put(fallback);
-        out.put_vector(std::span<const std::int32_t>(rows.indices));
-        out.put_vector(std::span<const float>(rows.distances));
-        comm.send(out.bytes(), 0);
-        return NeighborsResult{};
-    }
-    KnnResult knn;
-    knn.method_used = KnnMethod::Exact;
-    knn.num_dims = options.knn.num_pcs == 0 ? static_cast<int>(scores.cols()) : options.knn.num_pcs;
-    knn.recall = 1.0;
-    knn.exact_fallback_queries = fallback;
-    knn.graph = std::move(rows);
-    knn.graph.num_cells = scores.rows();
-    for (int rank = 1; rank < comm.size(); ++rank) {
-        const Bytes message = comm.receive(rank);
-        ByteReader in(message);
-        knn.exact_fallback_queries += in.get<std::int64_t>();
-        const auto indices = in.get_vector<std::int32_t>();
-        const auto distances = in.get_vector<float>();
-        knn.graph.indices.insert(knn.graph.indices.end(), indices.begin(), indices.end());
-        knn.graph.distances.insert(knn.graph.distances.end(), distances.begin(), distances.end());
-    }
-    return neighbors_from_knn(std::move(knn), options, ctx);
-}
-
 // ---- steps ----
 
 /// Out-of-core Zheng17 up to HVG selection, from the first pass's statistics:
@@ -508,14 +472,15 @@ void run_pipeline(Engine::State& state, const PipelineSettings& settings, JobCon
             step(PipelineStep::Neighbors);
             const auto& scores = cache.pca.result()->scores;
             validate(options, scores.rows(), scores.cols());
-            // Over several ranks the graph steps run on rank 0 (from the replicated X_pca);
-            // the other ranks hold no graph and receive the Leiden labels and the embedding.
-            // An exact search is split: each rank searches its share of the queries and
-            // rank 0 gathers the rows.
+            // Over several ranks the search is shared (each rank holds the replicated
+            // X_pca: the exact search splits the queries, the IVF search its phases) and
+            // rank 0 gets the graph; the graph steps run there, and the other ranks hold
+            // no graph and receive the Leiden labels and the embedding.
             const auto& comm = state.config.comm;
             if (comm && comm->size() > 1) {
-                if (searches_exactly(options.knn, scores.rows())) return split_exact_neighbors(*comm, scores, options, ctx);
+                KnnResult knn = nearest_neighbors(scores, options.knn, *comm, ctx);
                 if (comm->rank() != 0) return NeighborsResult{};
+                return neighbors_from_knn(std::move(knn), options, ctx);
             }
             const std::unique_ptr<Accelerator> accelerator = device_accelerator(provider, scaled.hvg_block);
             return fathom::neighbors(scores, options, ctx, accelerator.get());

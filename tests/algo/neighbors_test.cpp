@@ -21,6 +21,7 @@
 #include "tests/support/npy.hpp"
 #include "tests/support/paths.hpp"
 #include "tests/support/simulate.hpp"
+#include "tests/support/thread_comm.hpp"
 
 namespace fathom {
 namespace {
@@ -76,34 +77,57 @@ TEST(ExactNeighbors, MatchesBruteForceIncludingDuplicatesAndTies) {
     EXPECT_EQ(result.graph.neighbor_distances(10)[1], 0.0f);
 }
 
-// The shares of a search split across processes (exact_rows), concatenated, are
-// nearest_neighbors' graph bit for bit, and neighbors_from_knn on them gives neighbors().
-TEST(ExactNeighbors, SharesOfTheQueriesConcatenateToTheWholeSearch) {
-    auto points = gaussian_mixture(1300, 12, 5, 4);
+// The search shared by ranks (threads here, MPI ranks in fathom-cli) gives rank 0 the
+// one-process graph bit for bit, for the exact search (split by queries), the IVF search
+// (its phases split, lists exchanged between them) and NN-descent (run by rank 0); the
+// other ranks hold no graph.
+TEST(SharedSearch, RankZeroGetsTheOneProcessGraphBitForBit) {
+    auto points = gaussian_mixture(2600, 12, 7, 4);
     for (int dim = 0; dim < 12; ++dim) points(20, dim) = points(21, dim);  // a duplicate
     JobContext ctx;
-    NeighborsOptions options;  // Auto: exact below 8192 cells
-    EXPECT_TRUE(searches_exactly(options.knn, points.rows()));
-    options.knn.method = KnnMethod::Hnsw;
-    EXPECT_FALSE(searches_exactly(options.knn, points.rows()));
-    options.knn.method = KnnMethod::Auto;
-    const NeighborsResult whole = neighbors(points, options, ctx);
-    KnnResult gathered;
-    gathered.graph.num_cells = points.rows();
-    gathered.num_dims = 12;
-    for (const RowRange& share : split_rows_evenly(points.rows(), 3)) {
-        const KnnGraph rows = exact_rows(points, options.knn, share.begin, share.end, ctx);
-        EXPECT_EQ(rows.num_cells, share.size());
-        gathered.graph.num_neighbors = rows.num_neighbors;
-        gathered.graph.indices.insert(gathered.graph.indices.end(), rows.indices.begin(), rows.indices.end());
-        gathered.graph.distances.insert(gathered.graph.distances.end(), rows.distances.begin(), rows.distances.end());
+    struct Case {
+        KnnMethod method;
+        int refine_rounds;
+        int ranks;
+    };
+    for (const Case& each : {Case{KnnMethod::Auto, 1, 3}, Case{KnnMethod::Ivf, 1, 2}, Case{KnnMethod::Ivf, 0, 3},
+                             Case{KnnMethod::Ivf, 2, 3}, Case{KnnMethod::Ivf, 1, 4}, Case{KnnMethod::NnDescent, 1, 2}}) {
+        SCOPED_TRACE(std::string(knn_method_name(each.method)) + " refine " + std::to_string(each.refine_rounds) + ", " +
+                     std::to_string(each.ranks) + " ranks");
+        NeighborsOptions options;  // Auto: exact below 8192 cells
+        options.knn.method = each.method;
+        options.knn.ivf_cluster_size = 40;  // 65 clusters: every rank searches several
+        options.knn.ivf_refine_rounds = each.refine_rounds;
+        const NeighborsResult whole = neighbors(points, options, ctx);
+        std::vector<KnnResult> results(static_cast<std::size_t>(each.ranks));
+        std::vector<std::int64_t> sent(results.size());
+        test::run_ranks(each.ranks, [&](Comm& comm) {
+            JobContext rank_ctx;
+            results[static_cast<std::size_t>(comm.rank())] = nearest_neighbors(points, options.knn, comm, rank_ctx);
+            sent[static_cast<std::size_t>(comm.rank())] = comm.bytes_sent();
+        });
+        const KnnResult& shared = results[0];
+        EXPECT_EQ(shared.method_used, whole.knn.method_used);
+        EXPECT_EQ(shared.graph.num_cells, points.rows());
+        EXPECT_EQ(shared.graph.indices, whole.knn.graph.indices);
+        EXPECT_EQ(shared.graph.distances, whole.knn.graph.distances);
+        if (each.method != KnnMethod::Auto) {
+            EXPECT_EQ(shared.recall, whole.knn.recall);
+        }
+        for (int rank = 1; rank < each.ranks; ++rank) {
+            EXPECT_EQ(results[static_cast<std::size_t>(rank)].graph.num_cells, 0);
+            // Ranks that share the search send their part; NN-descent runs on rank 0 alone.
+            if (each.method == KnnMethod::NnDescent) {
+                EXPECT_EQ(sent[static_cast<std::size_t>(rank)], 0);
+            } else {
+                EXPECT_GT(sent[static_cast<std::size_t>(rank)], 0);
+            }
+        }
+        const NeighborsResult rebuilt = neighbors_from_knn(KnnResult(shared), options, ctx);
+        EXPECT_EQ(rebuilt.connectivities.values, whole.connectivities.values);
+        EXPECT_EQ(rebuilt.connectivities.col_indices, whole.connectivities.col_indices);
+        EXPECT_EQ(rebuilt.distances.values, whole.distances.values);
     }
-    EXPECT_EQ(gathered.graph.indices, whole.knn.graph.indices);
-    EXPECT_EQ(gathered.graph.distances, whole.knn.graph.distances);
-    const NeighborsResult rebuilt = neighbors_from_knn(std::move(gathered), options, ctx);
-    EXPECT_EQ(rebuilt.connectivities.values, whole.connectivities.values);
-    EXPECT_EQ(rebuilt.connectivities.col_indices, whole.connectivities.col_indices);
-    EXPECT_EQ(rebuilt.distances.values, whole.distances.values);
 }
 
 TEST(ExactNeighbors, UsesOnlyTheLeadingNumPcsColumns) {

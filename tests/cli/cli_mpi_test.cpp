@@ -158,6 +158,17 @@ TEST_P(MpiRun, RanksGiveTheSameBitsAsOneProcessWithTheSameShards) {
         bytes += entry.at("matrix_bytes_read").get<std::int64_t>();
         EXPECT_GT(entry.at("peak_rss_bytes").get<std::int64_t>(), 0);
         EXPECT_FALSE(entry.at("steps").empty());
+        // The neighbour search is shared (exact: queries split; IVF: phases split): every
+        // rank but 0 sends its part of the search in that step.
+        int searched = 0;
+        for (const auto& step : entry.at("steps"))
+            if (step.at("step") == "neighbors") {
+                ++searched;
+                if (rank > 0) {
+                    EXPECT_GT(step.at("bytes_sent").get<std::int64_t>(), 0) << entry.dump();
+                }
+            }
+        EXPECT_EQ(searched, 1) << entry.dump();
     }
     EXPECT_EQ(next, io::open_dataset(input).meta.shape.num_cells) << "the ranks' rows cover every cell once";
     for (const auto& entry : ranks) {
