@@ -87,7 +87,9 @@ void add_filter_command(CLI::App& app, int& exit_code) {
             // gene the file lacks) are usage errors of --expr.
             const auto ended = [&](const JobStatus& status, bool expression_job) {
                 if (status.state == JobState::Cancelled) {
-                    if (lead) std::cerr << "fathom-cli: filter cancelled; " << args->output << " was not written\n";
+                    if (lead || ranks)
+                        std::cerr << "fathom-cli: " << who << "filter cancelled; " << args->output << " was not written\n"
+                                  << std::flush;
                 } else if (expression_job && status.failure == FailureKind::Option) {
                     if (lead) std::cerr << "fathom-cli: " << expr_option_message(status.message) << "\n";
                 } else {

@@ -272,7 +272,8 @@ void add_run_command(CLI::App& app, int& exit_code) {
                 const JobStatus status = follow(handle, printer);
                 for (auto& entry : timings_json(status)) report["steps"].push_back(entry);
                 if (status.state == JobState::Failed) std::cerr << "fathom-cli: " << who << status.message << "\n";
-                if (status.state == JobState::Cancelled && lead) std::cerr << "fathom-cli: cancelled\n";
+                // Over ranks, the rank that was signalled says so before it ends the others.
+                if (status.state == JobState::Cancelled && (lead || ranks)) std::cerr << "fathom-cli: " << who << "cancelled\n" << std::flush;
                 const int code = exit_code_for(status);
                 // A failure on one rank ends every rank at once (the others would wait in
                 // the next exchange), with this rank's exit code.

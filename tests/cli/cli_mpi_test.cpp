@@ -255,6 +255,46 @@ TEST(MpiRunFaults, AKilledRankEndsTheRunPromptlyWithNoOutput) {
     EXPECT_FALSE(std::filesystem::exists(out));
 }
 
+// SIGTERM or SIGINT to the ranks (as srun, scancel or a signal to the processes delivers
+// it) cancels the run: exit code 130, a message from the signalled rank, no output and no
+// temporary file. The same signal to mpiexec ends the run as promptly and as cleanly;
+// Open MPI's launcher then exits with its own status (1 in Open MPI 4), not the ranks'.
+TEST(MpiRunFaults, ASignalCancelsEveryRankWith130AndLeavesNoFile) {
+    const auto path = test::shared_data("scanpy_neurons10k_1000genes/neurons10k_1000genes.h5ad");
+    FATHOM_REQUIRE_PATH(path);
+    for (const std::string target : {"ranks", "launcher"}) {
+        for (const std::string signal : {"TERM", "INT"}) {
+            SCOPED_TRACE(target + " SIG" + signal);
+            const auto folder = test::temp_dir("cli-mpi-signal-" + target + "-" + signal);
+            const auto out = (folder / "cancelled.h5ad").string();
+            // The ranks are the processes named fathom-cli whose command line names this
+            // output (mpiexec's and this shell's name it too).
+            const std::string script =
+                mpiexec(2) + cli + " run " + shell_quote(path.string()) + " --neighbors 15 --umap --umap-epochs 2000 --out " +
+                shell_quote(out) + " > " + shell_quote((folder / "log").string()) + " 2>&1 & launcher=$!; sleep 4; " +
+                (target == "ranks"
+                     ? "for p in $(pgrep -f " + shell_quote(out) + "); do "
+                       "[ \"$(cat /proc/$p/comm 2>/dev/null)\" = fathom-cli ] && kill -" + signal + " $p && echo signalled; done; "
+                     : "kill -" + signal + " $launcher && echo signalled; ") +
+                "start=$(date +%s); wait $launcher; echo \"rc=$?\"; echo \"waited=$(( $(date +%s) - start ))\"; "
+                "cat " + shell_quote((folder / "log").string());
+            const auto result = run_command("bash -c " + shell_quote(script));
+            ASSERT_NE(result.output.find("signalled"), std::string::npos) << result.output;
+            if (target == "ranks") {
+                EXPECT_NE(result.output.find("rc=130"), std::string::npos) << result.output;
+            } else {
+                EXPECT_EQ(result.output.find("rc=0"), std::string::npos) << result.output;
+            }
+            EXPECT_NE(result.output.find(" cancelled"), std::string::npos) << result.output;
+            const auto waited = result.output.find("waited=");
+            ASSERT_NE(waited, std::string::npos) << result.output;
+            EXPECT_LT(std::stoi(result.output.substr(waited + 7)), 30) << "every rank must end promptly\n" << result.output;
+            for (const auto& entry : std::filesystem::directory_iterator(folder))
+                EXPECT_EQ(entry.path().filename(), "log") << "left behind: " << entry.path();
+        }
+    }
+}
+
 TEST(MpiRunFaults, RanksStartedWithDifferentCommandsAreRefused) {
     const auto path = test::shared_data("yeast_844cells/yeast_844cells.h5ad");
     FATHOM_REQUIRE_PATH(path);
