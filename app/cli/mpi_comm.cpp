@@ -46,6 +46,13 @@ public:
             throw std::runtime_error("the MPI library does not support MPI_THREAD_SERIALIZED");
         check(MPI_Comm_rank(MPI_COMM_WORLD, &m_rank), "MPI_Comm_rank");
         check(MPI_Comm_size(MPI_COMM_WORLD, &m_size), "MPI_Comm_size");
+        // The ranks that share this node's memory, ordered by world rank.
+        MPI_Comm node = MPI_COMM_NULL;
+        check(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, m_rank, MPI_INFO_NULL, &node),
+              "MPI_Comm_split_type");
+        check(MPI_Comm_rank(node, &m_node_rank), "MPI_Comm_rank");
+        check(MPI_Comm_size(node, &m_node_size), "MPI_Comm_size");
+        MPI_Comm_free(&node);
         std::atexit([] {
             int finalized = 0;
             MPI_Finalized(&finalized);
@@ -54,6 +61,8 @@ public:
     }
     int rank() const noexcept override { return m_rank; }
     int size() const noexcept override { return m_size; }
+    int node_rank() const noexcept override { return m_node_rank; }
+    int node_size() const noexcept override { return m_node_size; }
 
     std::vector<Bytes> all_gather(std::span<const std::byte> local) override {
         std::vector<Bytes> out(static_cast<std::size_t>(m_size));
@@ -111,6 +120,8 @@ private:
     static constexpr std::int64_t k_chunk = std::int64_t{1} << 30;  ///< below MPI's int counts
     int m_rank = 0;
     int m_size = 1;
+    int m_node_rank = 0;
+    int m_node_size = 1;
     std::int64_t m_sent = 0;
     std::int64_t m_received = 0;
 };

@@ -286,8 +286,9 @@ void add_run_command(CLI::App& app, int& exit_code) {
                 nlohmann::json shards = nlohmann::json::array();
                 for (const auto& name : opened->devices) shards.push_back(name);
                 report["shards"] = shards;
-                if (!opened->device_note.empty() && lead) {
-                    std::cerr << "fathom-cli: " << opened->device_note << "\n";
+                // Over ranks each rank places its own shards: each says its note.
+                if (!opened->device_note.empty() && (lead || ranks)) {
+                    std::cerr << "fathom-cli: " << who << opened->device_note << "\n";
                     report["device_note"] = opened->device_note;
                 }
             }
@@ -316,7 +317,9 @@ void add_run_command(CLI::App& app, int& exit_code) {
             nlohmann::json mine = {{"rank", comm->rank()},
                                    {"host", comm->host()},
                                    {"rows", {snapshot->dataset->local_rows_begin, snapshot->dataset->local_rows_end}},
-                                   {"matrix_bytes_read", snapshot->dataset->local_matrix_bytes}};
+                                   {"matrix_bytes_read", snapshot->dataset->local_matrix_bytes},
+                                   {"shards", report["shards"]}};
+            if (report.contains("device_note")) mine["device_note"] = report["device_note"];
             std::int64_t peak = 0;
             for (const auto& entry : report["steps"]) peak = std::max(peak, entry["peak_rss_bytes"].get<std::int64_t>());
             mine["peak_rss_bytes"] = peak;

@@ -4,6 +4,7 @@
 
 #include "core/backend/CpuBackend.hpp"
 #include "core/backend/DeviceAccelerator.hpp"
+#include "core/types/Comm.hpp"
 #include "core/types/errors.hpp"
 
 namespace fathom::detail {
@@ -40,26 +41,6 @@ ShardSet load_cpu(io::RowSource& source, const std::vector<std::int64_t>& offset
     return ShardSet::make_cpu(ShardedCsr(source.shape(), std::move(shards)));
 }
 
-}  // namespace
-
-ShardSet load_rank_shards(io::RowSource& source, const std::vector<std::int64_t>& offsets, const DeviceSpec& spec,
-                          const std::shared_ptr<Comm>& comm, JobContext& ctx) {
-    if (spec.kind != BackendKind::Cpu)
-        throw std::invalid_argument("--devices " + spec.to_string() +
-                                    ": a run over several ranks places its shards on CPUs only for now (cpu:N per rank)");
-    const int per_rank = std::max(1, spec.num_shards());
-    const int total = per_rank * comm->size();
-    const std::vector<RowRange> layout = plan_row_ranges(offsets, total, spec.balance);
-    const int first = comm->rank() * per_rank;
-    std::vector<std::unique_ptr<Backend>> local;
-    for (int index = first; index < first + per_rank; ++index)
-        local.push_back(std::make_unique<CpuBackend>(
-            read_shard(source, layout[static_cast<std::size_t>(index)], ctx, source.shape().num_cells), index));
-    return ShardSet::distributed(std::move(local), source.shape().num_genes, comm, layout, first);
-}
-
-namespace {
-
 std::string shards_text(int count) { return std::to_string(count) + (count == 1 ? " shard" : " shards"); }
 
 }  // namespace
@@ -93,6 +74,76 @@ ShardSet load_shards(io::RowSource& source, const std::vector<std::int64_t>& off
     return load_cpu(source, offsets, cpu_shards, spec.balance, ctx);
 }
 
+std::vector<int> node_rank_devices(const std::vector<int>& node_devices, int node_rank, int node_size,
+                                   const std::string& host) {
+    const auto count = static_cast<int>(node_devices.size());
+    if (node_size < 1 || node_rank < 0 || node_rank >= node_size)
+        throw std::invalid_argument("node rank " + std::to_string(node_rank) + " of " + std::to_string(node_size));
+    if (count < node_size)
+        throw std::invalid_argument("--devices cuda: " + std::to_string(node_size) + " ranks share node " + host +
+                                    " and its " + std::to_string(count) + (count == 1 ? " GPU" : " GPUs") +
+                                    "; a GPU is never shared: start at most " + std::to_string(count) +
+                                    " ranks per node (e.g. mpirun --map-by ppr:" + std::to_string(count) +
+                                    ":node) or use --devices cpu:N");
+    const int base = count / node_size;
+    const int extra = count % node_size;
+    const int first = node_rank * base + std::min(node_rank, extra);
+    const int size = base + (node_rank < extra ? 1 : 0);
+    return {node_devices.begin() + first, node_devices.begin() + first + size};
+}
+
+ShardSet load_rank_shards(io::RowSource& source, const std::vector<std::int64_t>& offsets, const DeviceSpec& spec,
+                          const DeviceProvider* provider, const std::shared_ptr<Comm>& comm, JobContext& ctx,
+                          std::string& note) {
+    note.clear();
+    const int cpu_shards = std::max(1, spec.num_shards());
+    std::vector<int> gpus;
+    if (spec.kind == BackendKind::Cuda) {
+        DeviceResolution resolution;
+        if (provider == nullptr) resolution.reason = "this program has no CUDA backend";
+        else resolution = provider->resolve(spec);
+        if (resolution.devices.empty())
+            note = "--devices " + spec.to_string() + ": " + resolution.reason + "; ran on the CPU instead (" +
+                   shards_text(cpu_shards) + ")";
+        else
+            gpus = node_rank_devices(resolution.devices, comm->node_rank(), comm->node_size(), comm->host());
+    }
+    // Every rank's shard count, in rank order: this rank's shards follow the others'.
+    const int mine = gpus.empty() ? cpu_shards : static_cast<int>(gpus.size());
+    ByteWriter count;
+    count.put(mine);
+    const std::vector<Bytes> counts = comm->all_gather(count.bytes());
+    int total = 0;
+    int first = 0;
+    for (int rank = 0; rank < comm->size(); ++rank) {
+        ByteReader in(counts[static_cast<std::size_t>(rank)]);
+        const int theirs = in.get<int>();
+        if (rank == comm->rank()) first = total;
+        total += theirs;
+    }
+    const std::vector<RowRange> layout = plan_row_ranges(offsets, total, spec.balance);
+    const std::int64_t num_genes = source.shape().num_genes;
+    std::vector<std::unique_ptr<Backend>> local;
+    if (!gpus.empty()) {
+        try {
+            const RowBlockReader read = [&source](std::int64_t begin, std::int64_t end) { return source.read_rows(begin, end); };
+            for (int index = 0; index < mine; ++index)
+                local.push_back(provider->load(read, layout[static_cast<std::size_t>(first + index)], offsets, num_genes,
+                                               gpus[static_cast<std::size_t>(index)], ctx));
+        } catch (const DeviceOutOfMemory& error) {
+            // The same rows go to CPU shards (the global cut does not change).
+            local.clear();
+            note = "--devices " + spec.to_string() + ": " + error.what() + "; ran on the CPU instead (" +
+                   shards_text(mine) + ")";
+        }
+    }
+    if (local.empty())
+        for (int index = first; index < first + mine; ++index)
+            local.push_back(std::make_unique<CpuBackend>(
+                read_shard(source, layout[static_cast<std::size_t>(index)], ctx, source.shape().num_cells), index));
+    return ShardSet::distributed(std::move(local), num_genes, comm, layout, first);
+}
+
 namespace {
 
 /// CUDA device indices of the shards, in shard order.
@@ -109,6 +160,7 @@ std::vector<int> cuda_devices_of(const ShardSet& shards) {
 }  // namespace
 
 std::unique_ptr<Accelerator> device_accelerator(const DeviceProvider* provider, const ShardSet& shards) {
+    if (shards.comm() && shards.comm()->size() > 1) return nullptr;
     std::vector<int> devices = cuda_devices_of(shards);
     if (provider == nullptr || devices.empty()) return nullptr;
     return std::make_unique<DeviceAccelerator>(*provider, std::move(devices));

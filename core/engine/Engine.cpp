@@ -161,9 +161,9 @@ JobHandle Engine::open(std::string path) {
             data->row_offsets = std::move(offsets);
             data->meta = std::move(opened.meta);
         } else {
-            data->raw = ranks ? detail::load_rank_shards(*opened.source, offsets, devices, comm, ctx)
-                              : detail::load_shards(*opened.source, offsets, devices, state->config.device_provider.get(),
-                                                    ctx, data->device_note);
+            const DeviceProvider* provider = state->config.device_provider.get();
+            data->raw = ranks ? detail::load_rank_shards(*opened.source, offsets, devices, provider, comm, ctx, data->device_note)
+                              : detail::load_shards(*opened.source, offsets, devices, provider, ctx, data->device_note);
             data->meta = std::move(opened.meta);
             data->integer_counts =
                 data->meta.integer_counts_known ? data->meta.integer_counts : all_integer(data->raw, ctx);

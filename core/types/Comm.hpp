@@ -37,6 +37,10 @@ public:
     virtual std::int64_t bytes_received() const noexcept = 0;
     /// Host name of this rank (reports).
     virtual std::string host() const = 0;
+    /// This rank's index among the ranks on its node (that share its memory), and their
+    /// number: the node-local rank that decides which of the node's GPUs are this rank's.
+    virtual int node_rank() const noexcept = 0;
+    virtual int node_size() const noexcept = 0;
 };
 
 /// One process: all_gather and broadcast return the caller's own bytes.
@@ -52,6 +56,8 @@ public:
     std::int64_t bytes_sent() const noexcept override { return 0; }
     std::int64_t bytes_received() const noexcept override { return 0; }
     std::string host() const override;
+    int node_rank() const noexcept override { return 0; }
+    int node_size() const noexcept override { return 1; }
 };
 
 /// Appends trivially copyable values and vectors of them to a byte buffer.

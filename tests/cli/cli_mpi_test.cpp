@@ -271,7 +271,10 @@ TEST(MpiRunFaults, ASignalCancelsEveryRankWith130AndLeavesNoFile) {
             // output (mpiexec's and this shell's name it too).
             const std::string script =
                 mpiexec(2) + cli + " run " + shell_quote(path.string()) + " --neighbors 15 --umap --umap-epochs 2000 --out " +
-                shell_quote(out) + " > " + shell_quote((folder / "log").string()) + " 2>&1 & launcher=$!; sleep 4; " +
+                shell_quote(out) + " > " + shell_quote((folder / "log").string()) + " 2>&1 & launcher=$!; "
+                // Signalled once the ranks are in UMAP's epochs (their handlers are set).
+                "for i in $(seq 600); do grep -q 'umap' " + shell_quote((folder / "log").string()) +
+                " && break; sleep 0.1; done; sleep 1; " +
                 (target == "ranks"
                      ? "for p in $(pgrep -f " + shell_quote(out) + "); do "
                        "[ \"$(cat /proc/$p/comm 2>/dev/null)\" = fathom-cli ] && kill -" + signal + " $p && echo signalled; done; "
@@ -285,7 +288,10 @@ TEST(MpiRunFaults, ASignalCancelsEveryRankWith130AndLeavesNoFile) {
             } else {
                 EXPECT_EQ(result.output.find("rc=0"), std::string::npos) << result.output;
             }
-            EXPECT_NE(result.output.find(" cancelled"), std::string::npos) << result.output;
+            // The signalled ranks say so (mpiexec may end its ranks before they write).
+            if (target == "ranks") {
+                EXPECT_NE(result.output.find(" cancelled"), std::string::npos) << result.output;
+            }
             const auto waited = result.output.find("waited=");
             ASSERT_NE(waited, std::string::npos) << result.output;
             EXPECT_LT(std::stoi(result.output.substr(waited + 7)), 30) << "every rank must end promptly\n" << result.output;

@@ -4,7 +4,9 @@
 // out of memory. Fallback runs give exactly the CPU run's results.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <numeric>
 #include <cmath>
 #include <filesystem>
 #include <mutex>
@@ -17,7 +19,9 @@
 #include "core/io/synth.hpp"
 #include "core/types/errors.hpp"
 #include "gpu/knn_kernels.hpp"
+#include "core/io/RowSource.hpp"
 #include "tests/support/paths.hpp"
+#include "tests/support/thread_comm.hpp"
 
 namespace fathom {
 namespace {
@@ -273,6 +277,87 @@ TEST(DevicePlacement, DeviceShardsAreLoadedThroughTheProviderInRowOrder) {
     EXPECT_EQ(placed.devices, (std::vector<std::string>{"cpu:1", "cpu:0"}));
     // The same split by non-zeros as cpu:2, so the same partials in the same order.
     EXPECT_EQ(placed.pca, cpu.pca);
+}
+
+// The ranks on one node split its GPUs into contiguous, disjoint parts and never share one.
+TEST(DevicePlacement, RanksOnANodeTakeDisjointPartsOfItsGpus) {
+    using detail::node_rank_devices;
+    EXPECT_EQ(node_rank_devices({0, 1, 2, 3}, 0, 2, "n1"), (std::vector<int>{0, 1}));
+    EXPECT_EQ(node_rank_devices({0, 1, 2, 3}, 1, 2, "n1"), (std::vector<int>{2, 3}));
+    EXPECT_EQ(node_rank_devices({0, 1, 2}, 0, 2, "n1"), (std::vector<int>{0, 1}));
+    EXPECT_EQ(node_rank_devices({0, 1, 2}, 1, 2, "n1"), (std::vector<int>{2}));
+    EXPECT_EQ(node_rank_devices({5, 7}, 1, 2, "n1"), (std::vector<int>{7}));
+    for (int count = 1; count <= 9; ++count)
+        for (int ranks = 1; ranks <= count; ++ranks) {
+            std::vector<int> devices(static_cast<std::size_t>(count));
+            std::iota(devices.begin(), devices.end(), 0);
+            std::vector<int> joined;
+            for (int rank = 0; rank < ranks; ++rank) {
+                const auto part = node_rank_devices(devices, rank, ranks, "n1");
+                EXPECT_FALSE(part.empty());
+                joined.insert(joined.end(), part.begin(), part.end());
+            }
+            EXPECT_EQ(joined, devices) << count << " GPUs, " << ranks << " ranks";
+        }
+    try {
+        node_rank_devices({0, 1}, 2, 3, "gpu-node-7");
+        ADD_FAILURE() << "three ranks on two GPUs must be refused";
+    } catch (const std::invalid_argument& error) {
+        EXPECT_EQ(std::string(error.what()),
+                  "--devices cuda: 3 ranks share node gpu-node-7 and its 2 GPUs; a GPU is never shared: start at most 2 "
+                  "ranks per node (e.g. mpirun --map-by ppr:2:node) or use --devices cpu:N");
+    }
+}
+
+// Over ranks with --devices cuda, each rank loads its rows onto its own GPUs: the global
+// cut is that of one process with all the ranks' GPUs, each rank reads only its run of it.
+TEST(DevicePlacement, EachRankPlacesItsShardsOnItsOwnGpus) {
+    const io::OpenedDataset whole = io::open_dataset(dataset_path());
+    const std::vector<std::int64_t> offsets = whole.source->row_offsets();
+    auto provider = std::make_shared<FakeProvider>();
+    std::vector<std::vector<std::string>> names(2);
+    std::vector<std::string> notes(2);
+    std::vector<int> shards(2);
+    test::run_ranks(2, [&](Comm& comm) {
+        const auto rank = static_cast<std::size_t>(comm.rank());
+        io::OpenedDataset opened = io::open_dataset(dataset_path());
+        JobContext ctx;
+        const std::shared_ptr<Comm> shared(std::shared_ptr<Comm>{}, &comm);
+        ShardSet set = detail::load_rank_shards(*opened.source, offsets, DeviceSpec::parse("cuda"), provider.get(), shared,
+                                                ctx, notes[rank]);
+        shards[rank] = set.num_shards();
+        for (int index = set.first_local_shard(); index < set.first_local_shard() + set.num_local_shards(); ++index)
+            names[rank].push_back(set.shard(index).name());
+    });
+    EXPECT_EQ(names[0], (std::vector<std::string>{"cpu:0"})) << "rank 0: the first GPU (the fake's backends say cpu:<device>)";
+    EXPECT_EQ(names[1], (std::vector<std::string>{"cpu:1"}));
+    EXPECT_EQ(shards[0], 2);
+    EXPECT_EQ(notes[0], "");
+    auto loaded = provider->loaded();
+    std::sort(loaded.begin(), loaded.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    const auto layout = plan_row_ranges(offsets, 2);
+    ASSERT_EQ(loaded.size(), 2u);
+    EXPECT_EQ(loaded[0].second.begin, layout[0].begin);
+    EXPECT_EQ(loaded[0].second.end, layout[0].end);
+    EXPECT_EQ(loaded[1].second.begin, layout[1].begin);
+    EXPECT_EQ(loaded[1].second.end, layout[1].end);
+
+    // Three ranks on the fake's two GPUs are refused (every rank of the node alike);
+    // without a provider every rank falls back to the CPU and says so.
+    test::run_ranks(3, [&](Comm& comm) {
+        io::OpenedDataset opened = io::open_dataset(dataset_path());
+        JobContext ctx;
+        std::string note;
+        const std::shared_ptr<Comm> shared(std::shared_ptr<Comm>{}, &comm);
+        EXPECT_THROW(detail::load_rank_shards(*opened.source, offsets, DeviceSpec::parse("cuda"), provider.get(), shared,
+                                              ctx, note),
+                     std::invalid_argument);
+        ShardSet set = detail::load_rank_shards(*opened.source, offsets, DeviceSpec::parse("cuda:0,1"), nullptr, shared,
+                                                ctx, note);
+        EXPECT_EQ(note, "--devices cuda:0,1: this program has no CUDA backend; ran on the CPU instead (2 shards)");
+        EXPECT_EQ(set.num_shards(), 6);
+        EXPECT_EQ(set.first_local_shard(), 2 * comm.rank());
+    });
 }
 
 TEST(DevicePlacement, DeviceShardsSendTheExactKnnToTheDevicesInShardOrder) {

@@ -67,7 +67,9 @@ public:
     Bytes receive(int source) override { return take(kPointToPoint, source); }
     std::int64_t bytes_sent() const noexcept override { return m_sent; }
     std::int64_t bytes_received() const noexcept override { return m_received; }
-    std::string host() const override { return "thread-" + std::to_string(m_rank); }
+    std::string host() const override { return "threads"; }
+    int node_rank() const noexcept override { return m_rank; }  // one node
+    int node_size() const noexcept override { return m_size; }
 
 private:
     void post(int channel, int to, std::span<const std::byte> bytes) {

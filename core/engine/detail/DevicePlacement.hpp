@@ -23,13 +23,23 @@ namespace fathom::detail {
 ShardSet load_shards(io::RowSource& source, const std::vector<std::int64_t>& offsets, const DeviceSpec& spec,
                      const DeviceProvider* provider, JobContext& ctx, std::string& note);
 
-/// This rank's shards of a run over the ranks of `comm`: the rows are cut into
-/// spec.num_shards() x comm->size() global shards (plan_row_ranges, the same cut as one
-/// process with that many shards) and this rank reads only the rows of its own run of
-/// them, [rank x num_shards, (rank + 1) x num_shards), as CPU shards. Devices other than
-/// the CPU are refused for now (std::invalid_argument naming --devices).
+/// This rank's shards of a run over the ranks of `comm`. Every rank places its shards
+/// as one process would on its own node: "cpu:N" makes N CPU shards; "cuda..." one shard
+/// per GPU of this rank's part of the node's usable GPUs (node_rank_devices: the node's
+/// ranks never share a GPU), with the CPU fallbacks and `note` of load_shards. The ranks'
+/// shard counts are exchanged, the rows are cut into their total of global shards
+/// (plan_row_ranges, the same cut as one process with that many shards) and rank r reads
+/// only the rows of its own run of them, which follows the runs of ranks 0..r-1.
 ShardSet load_rank_shards(io::RowSource& source, const std::vector<std::int64_t>& offsets, const DeviceSpec& spec,
-                          const std::shared_ptr<Comm>& comm, JobContext& ctx);
+                          const DeviceProvider* provider, const std::shared_ptr<Comm>& comm, JobContext& ctx,
+                          std::string& note);
+
+/// Rank `node_rank`'s part of `node_devices` (its node's usable GPUs, in order) when
+/// `node_size` ranks share the node: contiguous, disjoint parts, the first
+/// node_devices.size() % node_size ranks one GPU more. Throws std::invalid_argument naming
+/// --devices and `host` when the node has fewer GPUs than ranks.
+std::vector<int> node_rank_devices(const std::vector<int>& node_devices, int node_rank, int node_size,
+                                   const std::string& host);
 
 /// The accelerator of the CUDA devices that hold `shards` (DeviceAccelerator over
 /// every CUDA device among them, in shard order) for the steps after the shards: the
@@ -38,7 +48,9 @@ ShardSet load_rank_shards(io::RowSource& source, const std::vector<std::int64_t>
 /// initialisation's products on the first. Null (the host runs those steps) when there
 /// is no provider or no shard is on a CUDA device. It declines, so that the host runs
 /// the operation, when a device runs out of memory (any device error for the
-/// eigensolver), and the job's progress message says so.
+/// eigensolver), and the job's progress message says so. Null for a set spread over
+/// ranks: there the shards' own kernels compute the per-shard partials and the ranks
+/// combine them (a whole-step accelerator would see this rank's shards only).
 std::unique_ptr<Accelerator> device_accelerator(const DeviceProvider* provider, const ShardSet& shards);
 
 }  // namespace fathom::detail
