@@ -192,7 +192,7 @@ JobHandle Engine::open(std::string path) {
             // normalised moments.
             data->streamed = true;
             data->stream_layout =
-                detail::StreamLayout::over_ranks(offsets, std::max(1, devices.num_shards()), devices.balance, comm);
+                detail::ShardLayout::over_ranks(offsets, std::max(1, devices.num_shards()), devices.balance, comm);
             data->qc_step.update(QcOptions{}, {}, clock, [&] {
                 state->begin_step(ctx, "qc");
                 data->streamed_stats =

@@ -142,14 +142,14 @@ ShardStatistics shard_statistics(io::RowSource& source, const RowRange& range, s
 
 }  // namespace
 
-StreamLayout StreamLayout::single(std::vector<RowRange> ranges) {
-    StreamLayout out;
+ShardLayout ShardLayout::single(std::vector<RowRange> ranges) {
+    ShardLayout out;
     out.count = static_cast<int>(ranges.size());
     out.layout = std::move(ranges);
     return out;
 }
 
-StreamLayout StreamLayout::over_ranks(std::span<const std::int64_t> row_offsets, int shards_per_rank,
+ShardLayout ShardLayout::over_ranks(std::span<const std::int64_t> row_offsets, int shards_per_rank,
                                       ShardBalance balance, std::shared_ptr<Comm> comm) {
     shards_per_rank = std::max(1, shards_per_rank);
     if (!comm || comm->size() == 1) return single(plan_row_ranges(row_offsets, shards_per_rank, balance));
@@ -157,7 +157,7 @@ StreamLayout StreamLayout::over_ranks(std::span<const std::int64_t> row_offsets,
     ByteWriter count;
     count.put(shards_per_rank);
     int total = 0;
-    StreamLayout out;
+    ShardLayout out;
     const std::vector<Bytes> counts = comm->all_gather(count.bytes());
     for (int rank = 0; rank < comm->size(); ++rank) {
         ByteReader in(counts[static_cast<std::size_t>(rank)]);
@@ -172,7 +172,7 @@ StreamLayout StreamLayout::over_ranks(std::span<const std::int64_t> row_offsets,
 }
 
 StreamedStats stream_statistics(io::RowSource& source, std::span<const std::string> gene_names,
-                                const StreamLayout& layout, JobContext& ctx, std::int64_t block_rows) {
+                                const ShardLayout& layout, JobContext& ctx, std::int64_t block_rows) {
     const MatrixShape shape = source.shape();
     const auto num_genes = static_cast<std::size_t>(shape.num_genes);
     StreamedStats stats;
@@ -245,18 +245,18 @@ StreamedStats stream_statistics(io::RowSource& source, std::span<const std::stri
 
 StreamedStats stream_statistics(io::RowSource& source, std::span<const std::string> gene_names, JobContext& ctx,
                                 std::int64_t block_rows) {
-    return stream_statistics(source, gene_names, StreamLayout::single({RowRange{0, source.shape().num_cells}}), ctx,
+    return stream_statistics(source, gene_names, ShardLayout::single({RowRange{0, source.shape().num_cells}}), ctx,
                              block_rows);
 }
 
 ShardSet stream_gene_block(io::RowSource& source, const NormalizeTotalOptions& normalization,
                            std::span<const std::uint8_t> keep, const std::vector<RowRange>& ranges, JobContext& ctx,
                            std::int64_t block_rows) {
-    return stream_gene_block(source, normalization, keep, StreamLayout::single(ranges), ctx, block_rows);
+    return stream_gene_block(source, normalization, keep, ShardLayout::single(ranges), ctx, block_rows);
 }
 
 ShardSet stream_gene_block(io::RowSource& source, const NormalizeTotalOptions& normalization,
-                           std::span<const std::uint8_t> keep, const StreamLayout& layout, JobContext& ctx,
+                           std::span<const std::uint8_t> keep, const ShardLayout& layout, JobContext& ctx,
                            std::int64_t block_rows) {
     const MatrixShape shape = source.shape();
     std::int64_t kept_genes = 0;
@@ -298,7 +298,7 @@ ShardSet stream_gene_block(io::RowSource& source, const NormalizeTotalOptions& n
 
 std::vector<std::vector<float>> stream_gene_columns(io::RowSource& source, std::span<const std::int64_t> row_offsets,
                                                     std::span<const std::int32_t> genes, std::int64_t block_nnz,
-                                                    JobContext& ctx, const StreamLayout* layout) {
+                                                    JobContext& ctx, const ShardLayout* layout) {
     if (block_nnz < 1) throw std::invalid_argument("EngineConfig::stream_block_nnz must be >= 1");
     const MatrixShape shape = source.shape();
     // This process's rows: all of them, or its run of shards when distributed.

@@ -102,7 +102,7 @@ TEST(Streaming, RanksStreamingTheirShardsGetTheOneProcessResultsBitForBit) {
     const std::vector<std::int64_t> offsets = opened.source->row_offsets();
     JobContext ctx;
     // One process with 6 shards, read in blocks that do not align with them.
-    const StreamLayout single = StreamLayout::single(plan_row_ranges(offsets, 6));
+    const ShardLayout single = ShardLayout::single(plan_row_ranges(offsets, 6));
     const StreamedStats whole = stream_statistics(*opened.source, names, single, ctx, 77);
     const ShardSet block = stream_gene_block(*opened.source, normalization, keep, single, ctx, 77);
     const ColumnStats want = block.column_stats(ColumnStatsRequest{}, ctx);
@@ -112,7 +112,7 @@ TEST(Streaming, RanksStreamingTheirShardsGetTheOneProcessResultsBitForBit) {
         test::run_ranks(ranks, [&](Comm& comm) {
             JobContext rank_ctx;
             io::OpenedDataset mine = io::open_dataset(dataset());
-            const StreamLayout layout = StreamLayout::over_ranks(offsets, 6 / ranks, ShardBalance::ByNnz, borrowed(comm));
+            const ShardLayout layout = ShardLayout::over_ranks(offsets, 6 / ranks, ShardBalance::ByNnz, borrowed(comm));
             ASSERT_EQ(layout.layout, single.layout);
             ASSERT_EQ(layout.first, comm.rank() * (6 / ranks));
             const StreamedStats stats = stream_statistics(*mine.source, names, layout, rank_ctx, 77);

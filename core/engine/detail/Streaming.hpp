@@ -30,21 +30,22 @@ struct StreamedStats {
 /// Rows per streamed block.
 inline constexpr std::int64_t k_stream_block_rows = 32768;
 
-/// The shards of a streamed dataset: the global cut (the same whatever the number of
-/// ranks) and the run of shards this process streams. Every pass reduces per-shard
-/// partials in global shard order, so one process with N shards and R ranks with N
-/// shards in all give the same bits.
-struct StreamLayout {
+/// The shards of a dataset over ranks (loaded or streamed): the global cut (the same
+/// whatever the number of ranks) and the run of shards this process holds. Every pass
+/// reduces per-shard partials in global shard order, so one process with N shards and
+/// R ranks with N shards in all give the same bits.
+struct ShardLayout {
     std::vector<RowRange> layout;  ///< every shard's global rows, contiguous from row 0
     int first = 0;                 ///< this process's shards: [first, first + count)
     int count = 0;
     std::shared_ptr<Comm> comm;    ///< null (or one rank): one process holds every shard
     /// One process streaming every shard of `ranges`.
-    static StreamLayout single(std::vector<RowRange> ranges);
-    /// This rank's run of shards when every rank streams `shards_per_rank` of them (the
-    /// counts are exchanged: collective) over `row_offsets` (num_cells + 1 entries).
-    static StreamLayout over_ranks(std::span<const std::int64_t> row_offsets, int shards_per_rank,
-                                   ShardBalance balance, std::shared_ptr<Comm> comm);
+    static ShardLayout single(std::vector<RowRange> ranges);
+    /// This rank's run of shards when it holds `shards_per_rank` of them (>= 1; the
+    /// ranks' counts, which may differ, are exchanged: collective), cut over
+    /// `row_offsets` (num_cells + 1 entries).
+    static ShardLayout over_ranks(std::span<const std::int64_t> row_offsets, int shards_per_rank,
+                                  ShardBalance balance, std::shared_ptr<Comm> comm);
     bool distributed() const noexcept { return comm && comm->size() > 1; }
     std::span<const RowRange> local() const noexcept {
         return std::span<const RowRange>(layout).subspan(static_cast<std::size_t>(first), static_cast<std::size_t>(count));
@@ -62,7 +63,7 @@ struct StreamLayout {
 /// statistics). Blocks are read one ahead on a background thread (block_rows rows
 /// each, >= 1).
 StreamedStats stream_statistics(io::RowSource& source, std::span<const std::string> gene_names,
-                                const StreamLayout& layout, JobContext& ctx,
+                                const ShardLayout& layout, JobContext& ctx,
                                 std::int64_t block_rows = k_stream_block_rows);
 /// Pass 1 over the whole matrix as one shard.
 StreamedStats stream_statistics(io::RowSource& source, std::span<const std::string> gene_names, JobContext& ctx,
@@ -73,7 +74,7 @@ StreamedStats stream_statistics(io::RowSource& source, std::span<const std::stri
 /// columns with keep[g] = 1, as this process's shards of `layout` (CPU backends; a
 /// distributed set over the ranks when `layout` is); reads those rows of `source` once.
 ShardSet stream_gene_block(io::RowSource& source, const NormalizeTotalOptions& normalization,
-                           std::span<const std::uint8_t> keep, const StreamLayout& layout, JobContext& ctx,
+                           std::span<const std::uint8_t> keep, const ShardLayout& layout, JobContext& ctx,
                            std::int64_t block_rows = k_stream_block_rows);
 /// Pass 2 on one process, one shard per entry of `ranges`.
 ShardSet stream_gene_block(io::RowSource& source, const NormalizeTotalOptions& normalization,
@@ -88,7 +89,7 @@ ShardSet stream_gene_block(io::RowSource& source, const NormalizeTotalOptions& n
 /// and the parts are gathered (collective): every rank gets the whole columns.
 std::vector<std::vector<float>> stream_gene_columns(io::RowSource& source, std::span<const std::int64_t> row_offsets,
                                                     std::span<const std::int32_t> genes, std::int64_t block_nnz,
-                                                    JobContext& ctx, const StreamLayout* layout = nullptr);
+                                                    JobContext& ctx, const ShardLayout* layout = nullptr);
 
 /// The io::ReadOptions that read a file as `read` says.
 io::ReadOptions read_options(const DatasetReadOptions& read);
