@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "app/cli/commands.hpp"
+#include "core/types/atomic_file.hpp"
 
 namespace fathom::cli {
 
@@ -20,6 +21,7 @@ static_assert(std::atomic<bool>::is_always_lock_free && std::atomic<JobContext*>
 /// default action does. signal() and raise() are async-signal-safe.
 extern "C" void cancel_on_signal(int signal_number) {
     if (g_interrupted.exchange(true)) {
+        remove_temporary_files_now();  // the process ends: leave no "<out>.tmp-<pid>"
         std::signal(signal_number, SIG_DFL);
         std::raise(signal_number);
         return;

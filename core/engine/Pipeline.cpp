@@ -17,6 +17,7 @@
 #include "core/engine/palette.hpp"
 #include "core/engine/settings_schema.hpp"
 #include "core/io/RowSource.hpp"
+#include "core/types/errors.hpp"
 
 namespace fathom::detail {
 
@@ -421,6 +422,16 @@ MarkerGroup marker_group(const GroupMarkers& group, const std::vector<std::strin
 void run_pipeline(Engine::State& state, const PipelineSettings& settings, JobContext& ctx) {
     const auto data = state.loaded();
     if (!data) throw std::invalid_argument("run: no dataset is open");
+    // An input with nothing to analyse is a problem of the file, not of the options:
+    // the readers refuse empty matrices; an all-zero one has no variance to decompose.
+    const MatrixShape& shape = data->meta.shape;
+    const std::string matrix = data->meta.matrix_name.empty() ? std::string("matrix") : data->meta.matrix_name;
+    if (shape.num_cells == 0 || shape.num_genes == 0)
+        throw FormatError(data->meta.path, matrix, "empty matrix: " + std::to_string(shape.num_cells) + " cells x " +
+                                                       std::to_string(shape.num_genes) + " genes, nothing to analyse");
+    if (data->meta.nnz == 0)
+        throw FormatError(data->meta.path, matrix, "every value is zero (" + std::to_string(shape.num_cells) + " cells x " +
+                                                       std::to_string(shape.num_genes) + " genes): nothing to analyse");
     auto& cache = state.cache;
     if (settings.recipe != Recipe::None && !data->integer_counts)
         throw std::invalid_argument(std::string("recipe '") + recipe_definition(settings.recipe).name +

@@ -23,6 +23,7 @@
 #include <optional>
 #include <stdexcept>
 
+#include "core/io/detail/input_checks.hpp"
 #include "core/io/detail/line_reader.hpp"
 #include "core/io/detail/matrix_market.hpp"
 #include "core/io/detail/sort_rows.hpp"
@@ -155,6 +156,15 @@ Header read_header(detail::LineReader& reader, const Naming& naming, std::int64_
     if (too_many)
         naming.fail(header.size_line, "declares " + std::to_string(header.entries) + " entries, more than rows x columns = " +
                                           std::to_string(header.rows) + " x " + std::to_string(header.cols));
+    const std::int64_t cells = genes_are_rows ? header.cols : header.rows;
+    if (cells == 0 || genes == 0)
+        naming.fail(header.size_line, "empty matrix: " + std::to_string(cells) + " cells x " + std::to_string(genes) +
+                                          " genes (the size line declares " + std::to_string(header.rows) + " rows x " +
+                                          std::to_string(header.cols) + " columns)");
+    // The reader's index holds four int64 per cell and one per gene before any entry.
+    detail::check_declared_size(naming.dataset, naming.line(header.size_line),
+                                std::to_string(cells) + " cells x " + std::to_string(genes) + " genes",
+                                4 * (static_cast<std::uint64_t>(cells) + 1) + static_cast<std::uint64_t>(genes), 8);
     header.data_offset = reader.next_offset();
     header.data_line = header.size_line + 1;
     return header;

@@ -16,6 +16,7 @@
 #include <stdexcept>
 
 #include "core/io/detail/hdf5.hpp"
+#include "core/io/detail/input_checks.hpp"
 #include "core/io/detail/sort_rows.hpp"
 #include "core/io/readers.hpp"
 
@@ -265,6 +266,12 @@ OpenedDataset open_10x_h5(const std::string& path, const ReadOptions& options) {
         file.fail(shape_object, std::to_string(stored_shape[0]) + " features exceed the 2^31 - 1 supported");
     matrix->num_features = stored_shape[0];
     matrix->num_cells = stored_shape[1];
+    if (matrix->num_cells == 0 || matrix->num_features == 0)
+        file.fail(shape_object, "empty matrix: " + std::to_string(matrix->num_cells) + " cells x " +
+                                    std::to_string(matrix->num_features) + " features");
+    detail::check_declared_size(path, shape_object,
+                                std::to_string(matrix->num_cells) + " cells x " + std::to_string(matrix->num_features) + " genes",
+                                static_cast<std::uint64_t>(matrix->num_cells) + 1, 8);
     const std::string shape_text = "one per barcode; " + shape_object + " = [" + std::to_string(matrix->num_features) +
                                    ", " + std::to_string(matrix->num_cells) + "]";
 

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -16,6 +17,44 @@
 namespace fathom {
 
 namespace fs = std::filesystem;
+
+namespace {
+
+// Temporary files of the AtomicFiles alive now, for remove_temporary_files_now() in a
+// signal handler: fixed storage, lock-free flags, no allocation.
+constexpr int k_max_pending = 32;
+constexpr std::size_t k_max_pending_path = 4096;
+struct PendingSlot {
+    std::atomic<bool> claimed{false};  ///< owned by an AtomicFile
+    std::atomic<bool> ready{false};    ///< path written
+    char path[k_max_pending_path];
+};
+PendingSlot g_pending[k_max_pending];
+
+int claim_pending(const std::string& path) {
+    if (path.size() >= k_max_pending_path) return -1;
+    for (int slot = 0; slot < k_max_pending; ++slot) {
+        bool expected = false;
+        if (!g_pending[slot].claimed.compare_exchange_strong(expected, true)) continue;
+        std::memcpy(g_pending[slot].path, path.c_str(), path.size() + 1);
+        g_pending[slot].ready.store(true, std::memory_order_release);
+        return slot;
+    }
+    return -1;  // more than k_max_pending at once: that file is not removed on a signal
+}
+
+void release_pending(int slot) noexcept {
+    if (slot < 0) return;
+    g_pending[slot].ready.store(false, std::memory_order_release);
+    g_pending[slot].claimed.store(false, std::memory_order_release);
+}
+
+}  // namespace
+
+void remove_temporary_files_now() noexcept {
+    for (auto& slot : g_pending)
+        if (slot.ready.load(std::memory_order_acquire)) ::unlink(slot.path);
+}
 
 void check_output_path(const std::string& path) {
     if (path.empty()) throw WriteError(path, "empty output path");
@@ -47,10 +86,12 @@ void write_file_atomically(const std::string& path, const std::function<void(std
 AtomicFile::AtomicFile(std::string path) : m_path(std::move(path)) {
     check_output_path(m_path);
     m_temp_path = m_path + ".tmp-" + std::to_string(::getpid());
+    m_pending_slot = claim_pending(m_temp_path);
 }
 
 AtomicFile::~AtomicFile() {
     if (!m_committed) remove_temp();
+    release_pending(m_pending_slot);
 }
 
 void AtomicFile::remove_temp() noexcept {

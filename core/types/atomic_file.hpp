@@ -24,6 +24,11 @@ void check_output_path(const std::string& path);
 /// unchanged; any other error as WriteError naming `path`).
 void write_file_atomically(const std::string& path, const std::function<void(std::ostream&)>& write);
 
+/// Removes the temporary file of every AtomicFile alive now (async-signal-safe: only
+/// unlink()). A handler for a signal that ends the process (SIGINT, SIGTERM) calls it
+/// so that no "<path>.tmp-<pid>" is left behind.
+void remove_temporary_files_now() noexcept;
+
 /// One output file under construction, for writers that need the temporary file's path
 /// (HDF5 files) or write it in several steps: run() the steps, then commit().
 class AtomicFile {
@@ -55,6 +60,7 @@ private:
 
     std::string m_path;
     std::string m_temp_path;
+    int m_pending_slot = -1;  ///< registry slot for remove_temporary_files_now()
     bool m_failed = false;
     bool m_committed = false;
 };

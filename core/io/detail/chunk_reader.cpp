@@ -157,6 +157,12 @@ bool read_chunked_parallel(const File& file, hid_t dataset, const std::string& o
                         file.fail(object, "chunk " + std::to_string(chunk) + " holds a corrupt deflate stream");
                     current_size = produced;
                 } else {
+                    // The target holds one chunk: a stored chunk larger than that (its
+                    // size disagrees with its filters) is corrupt, never copied.
+                    if (current_size > chunk_bytes)
+                        file.fail(object, "chunk " + std::to_string(chunk) + " holds " + std::to_string(current_size) +
+                                              " bytes before unshuffling; a chunk is " + std::to_string(chunk_bytes) +
+                                              " bytes");
                     // Bytes past the last whole element stay in place (H5Z_FILTER_SHUFFLE).
                     const std::size_t whole = current_size / stored.size;
                     unshuffle(current, target, whole, stored.size);
@@ -165,7 +171,7 @@ bool read_chunked_parallel(const File& file, hid_t dataset, const std::string& o
                 current = target;
                 use_first = !use_first;
             }
-            if (current_size < chunk_bytes && chunk != last_chunk)
+            if (current_size > chunk_bytes || (current_size < chunk_bytes && chunk != last_chunk))
                 file.fail(object, "chunk " + std::to_string(chunk) + " decodes to " + std::to_string(current_size) +
                                       " bytes; expected " + std::to_string(chunk_bytes));
             const std::uint64_t chunk_begin = chunk * chunk_elements;

@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <limits>
+#include <map>
 #include <utility>
 
 #include "core/io/detail/hdf5_ext.hpp"
@@ -308,14 +309,39 @@ std::map<std::string, DenseMatrix<float>> read_dense_arrays(const h5::File& file
 
 namespace {
 
-std::optional<UnsNode> read_uns_entry(const h5::File& file, const std::string& object);
+/// Deepest uns nesting read (anndata itself, being recursive Python, stops far short of
+/// a few hundred levels); deeper is refused rather than walked.
+constexpr std::size_t k_max_uns_depth = 64;
 
-UnsNode read_uns_dict(const h5::File& file, const std::string& object, const std::set<std::string>& skip) {
+/// Groups read so far, by object address. A hard link back to an ancestor
+/// (uns/loop -> /uns) is a cycle; a group reached by a second link elsewhere is refused
+/// too (each level of doubled links would double the work). anndata never writes either.
+struct UnsAncestors {
+    std::vector<std::pair<std::string, std::string>> path;  ///< (address, object), uns first
+    std::map<std::string, std::string> seen;                ///< every group read: address -> object
+    std::size_t size() const { return path.size(); }
+};
+
+std::optional<UnsNode> read_uns_entry(const h5::File& file, const std::string& object, UnsAncestors& ancestors);
+
+UnsNode read_uns_dict(const h5::File& file, const std::string& object, const std::set<std::string>& skip,
+                      UnsAncestors& ancestors) {
+    const std::string address = file.object_address(object);
+    for (const auto& [seen, where] : ancestors.path)
+        if (seen == address) file.fail(object, "is a link back to its ancestor " + where + " (a cycle in uns)");
+    if (const auto found = ancestors.seen.find(address); found != ancestors.seen.end())
+        file.fail(object, "is a second link to the group " + found->second + " (hard links in uns are not supported)");
+    if (ancestors.size() >= k_max_uns_depth)
+        file.fail(object, "uns nested deeper than " + std::to_string(k_max_uns_depth) + " levels (corrupt or cyclic file?)");
+    ancestors.path.emplace_back(address, object);
+    ancestors.seen.emplace(address, object);
     UnsNode node;
     for (const auto& name : file.members(object)) {
         if (skip.count(name)) continue;
-        if (auto child = read_uns_entry(file, h5::join(object, name))) node.children.emplace(name, std::move(*child));
+        if (auto child = read_uns_entry(file, h5::join(object, name), ancestors))
+            node.children.emplace(name, std::move(*child));
     }
+    ancestors.path.pop_back();
     return node;
 }
 
@@ -373,11 +399,11 @@ UnsNode compound_leaf(const h5::File& file, const std::string& object) {
     return node;
 }
 
-std::optional<UnsNode> read_uns_entry(const h5::File& file, const std::string& object) {
+std::optional<UnsNode> read_uns_entry(const h5::File& file, const std::string& object, UnsAncestors& ancestors) {
     const std::string encoding = encoding_type(file, object);
     if (file.is_group(object)) {
         if ((encoding.empty() || encoding == "dict") && !file.has_attribute(object, "h5sparse_format"))
-            return read_uns_dict(file, object, {});
+            return read_uns_dict(file, object, {}, ancestors);
         return std::nullopt;  // sparse matrices, dataframes, categoricals, awkward arrays, ...
     }
     if (!file.is_dataset(object)) return std::nullopt;
@@ -413,7 +439,8 @@ std::optional<UnsNode> read_uns_entry(const h5::File& file, const std::string& o
 
 UnsNode read_uns(const h5::File& file, const std::string& object, const std::set<std::string>& skip) {
     if (!file.is_group(object)) return UnsNode{};
-    return read_uns_dict(file, object, skip);
+    UnsAncestors ancestors;
+    return read_uns_dict(file, object, skip, ancestors);
 }
 
 }  // namespace fathom::io::h5ad

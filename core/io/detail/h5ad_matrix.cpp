@@ -1,4 +1,5 @@
 #include "core/io/detail/h5ad_matrix.hpp"
+#include "core/io/detail/input_checks.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -51,6 +52,9 @@ void check_shape(const h5::File& file, const std::string& object, std::int64_t r
         file.fail(object, "shape " + shape_text(rows, cols) + ": cells x genes overflows int64");
     if (rows == 0 || cols == 0)
         file.fail(object, "empty matrix: " + std::to_string(rows) + " cells x " + std::to_string(cols) + " genes");
+    // Row offsets (8 bytes a cell) are always held in memory.
+    detail::check_declared_size(file.path(), object, std::to_string(rows) + " cells x " + std::to_string(cols) + " genes",
+                                static_cast<std::uint64_t>(rows) + 1, 8);
     if (expected.num_cells && *expected.num_cells != rows)
         file.fail(object, "shape " + shape_text(rows, cols) + " disagrees with " + expected.cells_source + ": " +
                               std::to_string(*expected.num_cells) + " cells there, " + std::to_string(rows) +
@@ -90,6 +94,8 @@ void inspect_sparse(const h5::File& file, MatrixInfo& info, const ExpectedShape&
     }
     const auto shape = file.attribute_numbers<std::int64_t>(object, shape_attribute);
     if (!shape) file.fail(object, "attribute '" + shape_attribute + "' missing");
+    if (file.attribute_info(object, shape_attribute).type_class != h5::TypeClass::Integer)
+        file.fail(object, "attribute '" + shape_attribute + "' must hold integers");
     if (shape->size() != 2)
         file.fail(object, "attribute '" + shape_attribute + "' has " + std::to_string(shape->size()) +
                               " entries; expected 2 (cells, genes)");

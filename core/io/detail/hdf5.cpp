@@ -1,8 +1,16 @@
 #include "core/io/detail/hdf5.hpp"
 
 #include "core/io/detail/chunk_reader.hpp"
+#include "core/io/detail/input_checks.hpp"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
 
 #include <algorithm>
+#include <map>
 #include <array>
 #include <cerrno>
 #include <functional>
@@ -13,6 +21,25 @@
 #include <type_traits>
 
 namespace fathom::io::h5 {
+
+namespace {
+struct FileImage {
+    std::string path;
+    const unsigned char* data = nullptr;
+    std::size_t size = 0;
+};
+FileImage g_image;  // set by fuzz targets before any read; not for concurrent use
+
+const FileImage* image_for(const std::string& path) {
+    return g_image.data && g_image.path == path ? &g_image : nullptr;
+}
+}  // namespace
+
+void set_file_image(const std::string& path, const void* data, std::size_t size) {
+    g_image = {path, static_cast<const unsigned char*>(data), size};
+}
+
+void clear_file_image() { g_image = {}; }
 
 void silence_errors() {
     static std::once_flag once;
@@ -95,13 +122,359 @@ std::vector<std::string> strings_from(hid_t file_type, std::int64_t count,
     return out;
 }
 
+// ---- variable-length string heaps ----
+//
+// libhdf5 1.10 trusts the global heap collections that hold variable-length strings:
+// a collection whose object sizes are corrupt makes H5HG_read loop forever (an object
+// of size 0) or read outside the collection (a crash), and h5py fails the same way.
+// Before any variable-length read, the element descriptors (length, collection
+// address, object index) are read raw and every collection they name is parsed here
+// with the same rules, bounds checked against the file size; a reference to an object
+// that is absent or shorter than the string is refused too. Raw descriptors are
+// reachable for contiguous datasets and for chunked ones filtered by deflate and
+// shuffle only (what h5py and anndata write); other layouts (compact: a few bytes in
+// the object header) and attributes are read without this check.
+
+struct RawFile {
+    const unsigned char* image = nullptr;  ///< set_file_image() buffer instead of the file
+    int descriptor = -1;
+    std::uint64_t size = 0;
+    std::uint64_t base = 0;  ///< user block: HDF5 addresses are relative to it
+    std::size_t sizeof_addr = 8, sizeof_size = 8;
+    ~RawFile() {
+        if (descriptor >= 0) ::close(descriptor);
+    }
+    bool read(std::uint64_t address, std::size_t length, unsigned char* out) const {
+        const std::uint64_t at = base + address;
+        if (at < address || at > size || length > size - at) return false;
+        if (image) {
+            std::memcpy(out, image + at, length);
+            return true;
+        }
+        std::size_t done = 0;
+        while (done < length) {
+            const ssize_t got = ::pread(descriptor, out + done, length - done, static_cast<off_t>(at + done));
+            if (got <= 0) return false;
+            done += static_cast<std::size_t>(got);
+        }
+        return true;
+    }
+};
+
+std::uint64_t decode_le(const unsigned char* bytes, std::size_t width) {
+    std::uint64_t value = 0;
+    for (std::size_t index = 0; index < width; ++index) value |= static_cast<std::uint64_t>(bytes[index]) << (8 * index);
+    return value;
+}
+
+/// Object sizes of one global heap collection by index; throws naming `object` when
+/// the collection is corrupt.
+std::map<std::uint16_t, std::uint64_t> parse_heap_collection(const File& file, const std::string& object,
+                                                             const RawFile& raw, std::uint64_t address) {
+    const std::size_t header = 8 + raw.sizeof_size;
+    const std::size_t object_header = 8 + raw.sizeof_size;
+    const std::string where = "global heap collection at address " + std::to_string(address);
+    std::vector<unsigned char> bytes(header);
+    if (!raw.read(address, header, bytes.data()))
+        file.fail(object, where + " lies past the end of the file (truncated file?)");
+    if (std::memcmp(bytes.data(), "GCOL", 4) != 0 || bytes[4] != 1)
+        file.fail(object, where + " has no valid signature (corrupt file)");
+    const std::uint64_t size = decode_le(bytes.data() + 8, raw.sizeof_size);
+    if (size < header || size > raw.size || address > raw.size - size)
+        file.fail(object, where + " declares " + std::to_string(size) + " bytes, beyond the file's " +
+                              std::to_string(raw.size) + " (corrupt or truncated file)");
+    bytes.resize(static_cast<std::size_t>(size));
+    if (!raw.read(address, bytes.size(), bytes.data())) file.fail(object, where + " cannot be read");
+    std::map<std::uint16_t, std::uint64_t> objects;
+    std::uint64_t position = header;
+    while (position < size) {
+        if (size - position < object_header) break;  // too small for an object: free space
+        const auto index = static_cast<std::uint16_t>(decode_le(bytes.data() + position, 2));
+        const std::uint64_t object_size = decode_le(bytes.data() + position + 8, raw.sizeof_size);
+        std::uint64_t need = 0;
+        if (index > 0) {
+            if (object_size > size) file.fail(object, where + ": object " + std::to_string(index) + " overruns it");
+            need = object_header + ((object_size + 7) & ~std::uint64_t{7});
+            objects[index] = object_size;
+        } else {
+            need = object_size;  // the free space runs to the end
+        }
+        if (need == 0 || need > size - position)
+            file.fail(object, where + ": object " + std::to_string(index) + " at offset " + std::to_string(position) +
+                                  " declares " + std::to_string(object_size) + " bytes, inconsistent with the collection (corrupt file)");
+        position += need;
+    }
+    return objects;
+}
+
+/// The raw descriptors of elements [offset, offset + count) of a variable-length string
+/// dataset, or nullopt when its layout gives no raw access (see above).
+std::optional<std::vector<unsigned char>> raw_descriptors(const File& file, const std::string& object, hid_t dataset,
+                                                          const RawFile& raw, std::size_t width, std::int64_t offset,
+                                                          std::int64_t count, std::int64_t total) {
+    Handle create(H5Dget_create_plist(dataset), H5Pclose);
+    if (!create) return std::nullopt;
+    const H5D_layout_t layout = H5Pget_layout(create.get());
+    std::vector<unsigned char> out(static_cast<std::size_t>(count) * width);
+    if (layout == H5D_CONTIGUOUS) {
+        const haddr_t address = H5Dget_offset(dataset);
+        if (address == HADDR_UNDEF) return std::nullopt;  // never written: nothing on a heap
+        if (!raw.read(address + static_cast<std::uint64_t>(offset) * width, out.size(), out.data()))
+            file.fail(object, "string data lies past the end of the file (truncated file?)");
+        return out;
+    }
+    if (layout != H5D_CHUNKED) return std::nullopt;
+    hsize_t chunk_dims[1] = {0};
+    if (H5Pget_chunk(create.get(), 1, chunk_dims) != 1 || chunk_dims[0] == 0) return std::nullopt;
+    bool deflate = false, shuffle = false;
+    const int num_filters = H5Pget_nfilters(create.get());
+    for (int index = 0; index < num_filters; ++index) {
+        unsigned flags = 0, config = 0;
+        std::size_t num_values = 8;
+        unsigned values[8];
+        char name[64];
+        const H5Z_filter_t filter =
+            H5Pget_filter2(create.get(), static_cast<unsigned>(index), &flags, &num_values, values, sizeof name, name, &config);
+        if (filter == H5Z_FILTER_DEFLATE) deflate = true;
+        else if (filter == H5Z_FILTER_SHUFFLE && !deflate) shuffle = true;
+        else return std::nullopt;
+    }
+    const std::uint64_t chunk_elements = chunk_dims[0];
+    const std::size_t chunk_bytes = static_cast<std::size_t>(chunk_elements) * width;
+    std::vector<unsigned char> stored, decoded(chunk_bytes), plain(chunk_bytes);
+    const std::uint64_t first = static_cast<std::uint64_t>(offset) / chunk_elements;
+    const std::uint64_t last = (static_cast<std::uint64_t>(offset + count) - 1) / chunk_elements;
+    for (std::uint64_t chunk = first; chunk <= last; ++chunk) {
+        hsize_t coordinate = chunk * chunk_elements, bytes = 0;
+        const std::uint64_t chunk_begin = chunk * chunk_elements;
+        const std::uint64_t from = std::max<std::uint64_t>(chunk_begin, static_cast<std::uint64_t>(offset));
+        const std::uint64_t to = std::min<std::uint64_t>({chunk_begin + chunk_elements,
+                                                          static_cast<std::uint64_t>(offset + count),
+                                                          static_cast<std::uint64_t>(total)});
+        unsigned char* target = out.data() + (from - static_cast<std::uint64_t>(offset)) * width;
+        if (H5Dget_chunk_storage_size(dataset, &coordinate, &bytes) < 0 || bytes == 0) {
+            std::memset(target, 0, static_cast<std::size_t>(to - from) * width);  // unallocated: empty strings
+            continue;
+        }
+        if (bytes > raw.size) file.fail(object, "chunk " + std::to_string(chunk) + " is larger than the file");
+        stored.resize(static_cast<std::size_t>(bytes));
+        std::uint32_t mask = 0;
+        if (H5Dread_chunk(dataset, H5P_DEFAULT, &coordinate, &mask, stored.data()) < 0)
+            file.fail(object, "chunk " + std::to_string(chunk) + " cannot be read (truncated file?)");
+        const unsigned char* current = stored.data();
+        std::size_t current_size = stored.size();
+        if (deflate && !(mask & (shuffle ? 2u : 1u))) {
+            uLongf produced = static_cast<uLongf>(chunk_bytes);
+            const int status = uncompress(decoded.data(), &produced, current, static_cast<uLong>(current_size));
+            if (status != Z_OK && status != Z_BUF_ERROR)
+                file.fail(object, "chunk " + std::to_string(chunk) + " holds a corrupt deflate stream");
+            current = decoded.data();
+            current_size = produced;
+        }
+        if (current_size != chunk_bytes)
+            file.fail(object, "chunk " + std::to_string(chunk) + " decodes to " + std::to_string(current_size) +
+                                  " bytes; expected " + std::to_string(chunk_bytes));
+        if (shuffle && !(mask & 1u)) {
+            for (std::size_t byte = 0; byte < width; ++byte)
+                for (std::uint64_t element = 0; element < chunk_elements; ++element)
+                    plain[element * width + byte] = current[byte * chunk_elements + element];
+            current = plain.data();
+        }
+        std::memcpy(target, current + (from - chunk_begin) * width, static_cast<std::size_t>(to - from) * width);
+    }
+    return out;
+}
+
+/// Opens the raw bytes of `file` (or its in-memory image); false when unavailable.
+bool open_raw(const File& file, RawFile& raw) {
+    Handle create(H5Fget_create_plist(file.id()), H5Pclose);
+    hsize_t userblock = 0;
+    if (!create || H5Pget_userblock(create.get(), &userblock) < 0 ||
+        H5Pget_sizes(create.get(), &raw.sizeof_addr, &raw.sizeof_size) < 0)
+        return false;
+    if (raw.sizeof_addr > 8 || raw.sizeof_size > 8 || raw.sizeof_size < 2 || raw.sizeof_addr < 2) return false;
+    raw.base = userblock;
+    if (const FileImage* image = image_for(file.path())) {
+        raw.image = image->data;
+        raw.size = image->size;
+        return true;
+    }
+    raw.descriptor = ::open(file.path().c_str(), O_RDONLY | O_CLOEXEC);
+    if (raw.descriptor < 0) return false;
+    struct stat info {};
+    if (::fstat(raw.descriptor, &info) != 0 || !S_ISREG(info.st_mode)) return false;
+    raw.size = static_cast<std::uint64_t>(info.st_size);
+    return true;
+}
+
+/// Checks `count` descriptors (length, collection address, object index) against the
+/// collections they name; `what` names the element in messages.
+void check_descriptors(const File& file, const std::string& object, const RawFile& raw,
+                       const std::vector<unsigned char>& descriptors, std::int64_t count, std::int64_t first,
+                       const std::string& what) {
+    const std::size_t width = 4 + raw.sizeof_addr + 4;
+    std::map<std::uint64_t, std::map<std::uint16_t, std::uint64_t>> collections;
+    for (std::int64_t element = 0; element < count; ++element) {
+        const unsigned char* entry = descriptors.data() + static_cast<std::size_t>(element) * width;
+        const std::uint64_t length = decode_le(entry, 4);
+        const std::uint64_t address = decode_le(entry + 4, raw.sizeof_addr);
+        const std::uint64_t index = decode_le(entry + 4 + raw.sizeof_addr, 4);
+        if (address == 0 && length == 0) continue;  // empty (null) string
+        auto found = collections.find(address);
+        if (found == collections.end())
+            found = collections.emplace(address, parse_heap_collection(file, object, raw, address)).first;
+        const auto heap_object = index <= 0xFFFF ? found->second.find(static_cast<std::uint16_t>(index))
+                                                 : found->second.end();
+        if (heap_object == found->second.end() || heap_object->second < length)
+            file.fail(object, what + " " + std::to_string(first + element) + " refers to heap object " +
+                                  std::to_string(index) + " of the global heap collection at address " +
+                                  std::to_string(address) + ", which is missing or shorter than the string (corrupt file)");
+    }
+}
+
+void check_string_heaps(const File& file, const std::string& object, hid_t dataset, std::int64_t offset,
+                        std::int64_t count, std::int64_t total) {
+    if (count <= 0) return;
+    RawFile raw;
+    if (!open_raw(file, raw)) return;
+    const std::size_t width = 4 + raw.sizeof_addr + 4;
+    const auto descriptors = raw_descriptors(file, object, dataset, raw, width, offset, count, total);
+    if (!descriptors) return;
+    check_descriptors(file, object, raw, *descriptors, count, offset, "string");
+}
+
+/// The raw data of attribute `name` of `object`, found by walking its object header
+/// (version 1 and 2 headers and their continuation blocks; attributes kept in dense
+/// storage are not found). nullopt when not found or its datatype is shared; throws
+/// when the header itself is inconsistent.
+std::optional<std::vector<unsigned char>> attribute_raw_data(const File& file, const std::string& object,
+                                                             const std::string& name, const RawFile& raw) {
+#if H5_VERSION_GE(1, 12, 0)
+    H5O_info2_t info;
+    if (H5Oget_info_by_name3(file.id(), object.c_str(), &info, H5O_INFO_BASIC, H5P_DEFAULT) < 0) return std::nullopt;
+    haddr_t address = HADDR_UNDEF;
+    if (H5VLnative_token_to_addr(file.id(), info.token, &address) < 0) return std::nullopt;
+    const std::uint64_t header = address;
+#else
+    H5O_info_t info;
+    if (H5Oget_info_by_name2(file.id(), object.c_str(), &info, H5O_INFO_BASIC, H5P_DEFAULT) < 0) return std::nullopt;
+    const std::uint64_t header = info.addr;
+#endif
+    const std::string where = "object header at address " + std::to_string(header);
+    unsigned char prefix[32] = {};
+    if (!raw.read(header, 16, prefix)) file.fail(object, where + " lies past the end of the file (truncated file?)");
+    struct Block {
+        std::uint64_t address, length;
+        bool v2;
+    };
+    std::vector<Block> blocks;
+    bool v2 = std::memcmp(prefix, "OHDR", 4) == 0;
+    bool creation_order = false;
+    if (v2) {
+        if (!raw.read(header, 32, prefix)) file.fail(object, where + " cannot be read");
+        const unsigned flags = prefix[5];
+        creation_order = flags & 0x04;
+        std::size_t position = 6 + ((flags & 0x20) ? 16 : 0) + ((flags & 0x10) ? 4 : 0);
+        const std::size_t size_bytes = std::size_t{1} << (flags & 3);
+        const std::uint64_t chunk = decode_le(prefix + position, size_bytes);
+        blocks.push_back({header + position + size_bytes, chunk, true});
+    } else {
+        if (prefix[0] != 1) return std::nullopt;
+        blocks.push_back({header + 16, decode_le(prefix + 8, 4), false});
+    }
+    std::vector<unsigned char> bytes;
+    for (std::size_t block = 0; block < blocks.size(); ++block) {
+        if (block > 256) file.fail(object, where + ": more than 256 continuation blocks (corrupt file)");
+        const Block current = blocks[block];
+        if (current.length > raw.size) file.fail(object, where + ": a block larger than the file (corrupt file)");
+        bytes.resize(static_cast<std::size_t>(current.length));
+        if (!raw.read(current.address, bytes.size(), bytes.data()))
+            file.fail(object, where + ": a block lies past the end of the file (truncated file?)");
+        std::size_t position = 0;
+        std::size_t end = bytes.size();
+        if (current.v2 && block > 0) {  // "OCHK" ... checksum
+            if (end < 8 || std::memcmp(bytes.data(), "OCHK", 4) != 0) file.fail(object, where + ": bad continuation block");
+            position = 4;
+            end -= 4;
+        }
+        const std::size_t message_header = current.v2 ? 4 + (creation_order ? 2 : 0) : 8;
+        while (position + message_header <= end) {
+            const unsigned type = current.v2 ? bytes[position] : static_cast<unsigned>(decode_le(&bytes[position], 2));
+            const std::size_t size = static_cast<std::size_t>(decode_le(&bytes[position + (current.v2 ? 1 : 2)], 2));
+            const std::size_t data = position + message_header;
+            if (size > end - data) file.fail(object, where + ": a message overruns its block (corrupt file)");
+            const unsigned char* message = bytes.data() + data;
+            if (type == 0x10 && size >= raw.sizeof_addr + raw.sizeof_size) {  // continuation
+                blocks.push_back({decode_le(message, raw.sizeof_addr), decode_le(message + raw.sizeof_addr, raw.sizeof_size),
+                                  current.v2});
+            } else if (type == 0x0C && size >= 8) {  // attribute
+                const unsigned version = message[0], flags = message[1];
+                const std::size_t name_size = decode_le(message + 2, 2), type_size = decode_le(message + 4, 2),
+                                  space_size = decode_le(message + 6, 2);
+                auto pad = [&](std::size_t n) { return version == 1 ? (n + 7) & ~std::size_t{7} : n; };
+                const std::size_t name_at = version == 3 ? 9 : 8;
+                const std::size_t type_at = name_at + pad(name_size);
+                const std::size_t data_at = type_at + pad(type_size) + pad(space_size);
+                if (version < 1 || version > 3 || data_at > size) file.fail(object, where + ": a corrupt attribute message");
+                const std::string stored(reinterpret_cast<const char*>(message + name_at), strnlen(reinterpret_cast<const char*>(message + name_at), name_size));
+                if (stored == name) {
+                    if (version >= 2 && (flags & 0x01)) return std::nullopt;  // shared datatype
+                    return std::vector<unsigned char>(message + data_at, message + size);
+                }
+            }
+            position = data + size;
+        }
+    }
+    return std::nullopt;
+}
+
+void check_attribute_heaps(const File& file, const std::string& object, const std::string& name, std::int64_t count) {
+    if (count <= 0) return;
+    RawFile raw;
+    if (!open_raw(file, raw)) return;
+    const auto data = attribute_raw_data(file, object, name, raw);
+    if (!data) return;
+    const std::size_t width = 4 + raw.sizeof_addr + 4;
+    if (data->size() / width < static_cast<std::uint64_t>(count))
+        file.fail(object, "attribute '" + name + "' holds fewer bytes than its " + std::to_string(count) +
+                              " strings (corrupt file)");
+    check_descriptors(file, object, raw, *data, count, 0, "attribute '" + name + "' string");
+}
+
+/// An intact file that H5Fopen refuses because another process writes it: HDF5 holds
+/// an flock() on files open for writing, and a version 2/3 superblock carries a
+/// "file open for writing" flag. Throws ReadError saying so; returns otherwise.
+void explain_open_failure(const std::string& path) {
+    const int descriptor = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (descriptor < 0) return;
+    const bool locked = ::flock(descriptor, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+    if (!locked) ::flock(descriptor, LOCK_UN);
+    unsigned char superblock[12] = {};
+    const bool flagged = ::pread(descriptor, superblock, sizeof superblock, 0) == static_cast<ssize_t>(sizeof superblock) &&
+                         superblock[8] >= 2 && (superblock[11] & 0x05) != 0;
+    ::close(descriptor);
+    if (locked)
+        throw ReadError(path, "is locked: another program has it open for writing (HDF5 file lock); wait until it has "
+                              "finished writing, or close the file there, and open it again");
+    if (flagged)
+        throw ReadError(path, "is marked as open for writing by another program (HDF5 superblock flag); if no program "
+                              "writes it any more, 'h5clear -s " + path + "' clears the mark");
+}
+
 }  // namespace
 
 File File::open_read(const std::string& path) {
     silence_errors();
-    std::error_code error;
-    if (!std::filesystem::exists(path, error)) throw ReadError(path, "no such file");
-    if (std::filesystem::is_directory(path, error)) throw ReadError(path, "is a directory, expected a file");
+    if (const FileImage* image = image_for(path)) {
+        Handle access(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
+        if (!access || H5Pset_fapl_core(access.get(), 1 << 16, 0) < 0 ||
+            H5Pset_file_image(access.get(), const_cast<unsigned char*>(image->data), image->size) < 0)
+            throw ReadError(path, "cannot set up the in-memory file image");
+        hid_t id = H5Fopen(path.c_str(), H5F_ACC_RDONLY, access.get());
+        if (id < 0) throw FormatError(path, "", "HDF5 file cannot be opened (truncated or corrupt)");
+        return File(path, Handle(id, H5Fclose));
+    }
+    detail::require_regular_file(path);  // before any open: a FIFO would block
     if (FILE* probe = std::fopen(path.c_str(), "rb")) {
         std::fclose(probe);
     } else {
@@ -110,7 +483,10 @@ File File::open_read(const std::string& path) {
     const htri_t is_hdf5 = H5Fis_hdf5(path.c_str());
     if (is_hdf5 <= 0) throw FormatError(path, "", "not an HDF5 file (no HDF5 signature)");
     hid_t id = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
-    if (id < 0) throw FormatError(path, "", "HDF5 file cannot be opened (truncated or corrupt)");
+    if (id < 0) {
+        explain_open_failure(path);
+        throw FormatError(path, "", "HDF5 file cannot be opened (truncated or corrupt)");
+    }
     return File(path, Handle(id, H5Fclose));
 }
 
@@ -136,19 +512,69 @@ void File::fail(const std::string& object, const std::string& problem) const {
 
 bool File::exists(const std::string& object) const {
     if (object.empty() || object == "/") return true;
-    std::string partial;
-    std::size_t position = 0;
+    // One link at a time from the parent group's handle: linear in the depth (a path
+    // lookup from the root per prefix is quadratic, and deep uns trees are cubic).
+    Handle current(H5Oopen(m_file.get(), "/", H5P_DEFAULT), H5Oclose);
+    if (!current) fail("/", "root group cannot be opened");
+    std::size_t position = object.front() == '/' ? 1 : 0;
     while (position < object.size()) {
-        std::size_t next = object.find('/', position + 1);
+        std::size_t next = object.find('/', position);
         if (next == std::string::npos) next = object.size();
-        partial = object.substr(0, next);
-        if (partial != "/" && !partial.empty()) {
-            if (H5Lexists(m_file.get(), partial.c_str(), H5P_DEFAULT) <= 0) return false;
-            if (H5Oexists_by_name(m_file.get(), partial.c_str(), H5P_DEFAULT) <= 0) return false;
+        const std::string name = object.substr(position, next - position);
+        position = next + 1;
+        if (name.empty()) continue;
+        // A link below a dataset does not exist.
+        if (H5Iget_type(current.get()) != H5I_GROUP) return false;
+        if (H5Lexists(current.get(), name.c_str(), H5P_DEFAULT) <= 0) return false;
+        H5L_info_t link{};
+        if (H5Lget_info(current.get(), name.c_str(), &link, H5P_DEFAULT) < 0)
+            fail(object.substr(0, next), "link cannot be read");
+        if (H5Oexists_by_name(current.get(), name.c_str(), H5P_DEFAULT) <= 0) {
+            // A soft or external link whose target is absent, or a cycle of links: an
+            // error, never "absent" (X, obs or var would silently read as missing).
+            std::string target;
+            if ((link.type == H5L_TYPE_SOFT || link.type == H5L_TYPE_EXTERNAL) && link.u.val_size > 0 &&
+                link.u.val_size < (1u << 16)) {
+                std::vector<char> value(link.u.val_size + 1, '\0');
+                if (H5Lget_val(current.get(), name.c_str(), value.data(), value.size(), H5P_DEFAULT) >= 0) {
+                    if (link.type == H5L_TYPE_SOFT) {
+                        target = std::string(value.data());
+                    } else {
+                        const char* file_name = nullptr;
+                        const char* object_name = nullptr;
+                        unsigned flags = 0;
+                        if (H5Lunpack_elink_val(value.data(), value.size(), &flags, &file_name, &object_name) >= 0 &&
+                            file_name && object_name)
+                            target = std::string(object_name) + " in file " + file_name;
+                    }
+                }
+            }
+            const char* kind = link.type == H5L_TYPE_SOFT       ? "soft link"
+                               : link.type == H5L_TYPE_EXTERNAL ? "external link"
+                                                                : "link";
+            fail(object.substr(0, next), std::string("is a ") + kind + (target.empty() ? "" : " to '" + target + "'") +
+                                             " whose target does not exist (dangling link or a cycle of links)");
         }
-        position = next;
+        Handle child(H5Oopen(current.get(), name.c_str(), H5P_DEFAULT), H5Oclose);
+        if (!child) fail(object.substr(0, next), "cannot be opened");
+        current = std::move(child);
     }
     return true;
+}
+
+std::string File::object_address(const std::string& object) const {
+    if (!exists(object)) fail(object, "missing");
+#if H5_VERSION_GE(1, 12, 0)
+    H5O_info2_t info;
+    if (H5Oget_info_by_name3(m_file.get(), object.c_str(), &info, H5O_INFO_BASIC, H5P_DEFAULT) < 0)
+        fail(object, "object header cannot be read");
+    return std::string(reinterpret_cast<const char*>(&info.token), sizeof info.token);
+#else
+    H5O_info_t info;
+    if (H5Oget_info_by_name2(m_file.get(), object.c_str(), &info, H5O_INFO_BASIC, H5P_DEFAULT) < 0)
+        fail(object, "object header cannot be read");
+    return std::string(reinterpret_cast<const char*>(&info.addr), sizeof info.addr);
+#endif
 }
 
 Handle File::open_object(const std::string& object) const {
@@ -190,7 +616,18 @@ Handle File::open_dataset(const std::string& object) const {
     if (!is_dataset(object)) fail(object, exists(object) ? "is not a dataset" : "missing");
     hid_t id = H5Dopen2(m_file.get(), object.c_str(), H5P_DEFAULT);
     if (id < 0) fail(object, "cannot be opened");
-    return Handle(id, H5Dclose);
+    Handle dataset(id, H5Dclose);
+    // Data kept in other files (virtual datasets, external raw storage) reads as the
+    // fill value when those files are missing: refused, whatever they hold.
+    Handle create(H5Dget_create_plist(id), H5Pclose);
+    if (!create) fail(object, "creation properties cannot be read");
+    if (H5Pget_layout(create.get()) == H5D_VIRTUAL)
+        fail(object, "is a virtual dataset (its data lives in other files); not supported: make the file "
+                     "self-contained first (h5repack -l CONTI)");
+    if (H5Pget_external_count(create.get()) > 0)
+        fail(object, "keeps its data in external raw files; not supported: make the file self-contained first "
+                     "(h5repack -l CONTI)");
+    return dataset;
 }
 
 Info File::dataset_info(const std::string& object) const {
@@ -236,6 +673,9 @@ std::vector<T> File::read(const std::string& object, std::int64_t offset, std::i
     if (info.type_class != TypeClass::Integer && info.type_class != TypeClass::Float &&
         info.type_class != TypeClass::Enum)
         fail(object, "expected a numeric dataset");
+    if (count > 0)
+        detail::check_declared_size(m_path, object, std::to_string(count) + " elements", static_cast<std::uint64_t>(count),
+                                    sizeof(T));
     std::vector<T> values(static_cast<std::size_t>(count));
     if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, std::int32_t> ||
                   std::is_same_v<T, std::int64_t>) {
@@ -266,6 +706,12 @@ std::vector<T> File::read_rows_2d(const std::string& object, std::int64_t row_be
     if (row_begin < 0 || row_end < row_begin || row_end > info.dims[0])
         fail(object, "row range outside its " + std::to_string(info.dims[0]) + " rows");
     const std::int64_t cols = info.dims[1];
+    if (row_end > row_begin && cols > 0 &&
+        static_cast<std::uint64_t>(row_end - row_begin) > std::numeric_limits<std::uint64_t>::max() / static_cast<std::uint64_t>(cols))
+        fail(object, "rows x columns overflow");
+    detail::check_declared_size(m_path, object,
+                                std::to_string(row_end - row_begin) + " rows x " + std::to_string(cols) + " columns",
+                                static_cast<std::uint64_t>(row_end - row_begin) * static_cast<std::uint64_t>(cols), sizeof(T));
     std::vector<T> values(static_cast<std::size_t>((row_end - row_begin) * cols));
     if (values.empty()) return values;
     Handle dataset = open_dataset(object);
@@ -299,6 +745,14 @@ std::vector<std::string> File::read_strings(const std::string& object, std::int6
     }
     hsize_t memory_length = static_cast<hsize_t>(count);
     Handle memory_space(H5Screate_simple(1, &memory_length, nullptr), H5Sclose);
+    if (H5Tis_variable_str(type.get()) > 0) {
+        detail::check_declared_size(m_path, object, std::to_string(count) + " strings", static_cast<std::uint64_t>(count),
+                            sizeof(char*) + sizeof(std::string));
+        check_string_heaps(*this, object, dataset.get(), offset, count, total);
+    } else {
+        detail::check_declared_size(m_path, object, std::to_string(count) + " strings", static_cast<std::uint64_t>(count),
+                            H5Tget_size(type.get()) + sizeof(std::string));
+    }
     try {
         return strings_from(type.get(), count, [&](hid_t memory_type, void* buffer) {
             return H5Dread(dataset.get(), memory_type, memory_space.get(), space.get(), H5P_DEFAULT, buffer);
@@ -331,6 +785,7 @@ std::optional<std::vector<std::string>> File::attribute_strings(const std::strin
     if (classify(type.get()) != TypeClass::String) fail(object, "attribute '" + name + "' is not a string");
     const hssize_t count = H5Sget_simple_extent_npoints(space.get());
     if (H5Sget_simple_extent_type(space.get()) == H5S_NULL) return std::vector<std::string>{};
+    if (H5Tis_variable_str(type.get()) > 0) check_attribute_heaps(*this, object, name, count);
     try {
         return strings_from(type.get(), count, [&](hid_t memory_type, void* buffer) {
             return H5Aread(attribute.get(), memory_type, buffer);

@@ -18,6 +18,13 @@ namespace fathom::io::h5 {
 /// Switches HDF5's automatic error printing off (idempotent, thread-safe).
 void silence_errors();
 
+/// Fuzzing and tests: while set, File::open_read(path) opens this byte buffer with
+/// HDF5's core driver (H5Pset_file_image) instead of the file `path`, and the checks
+/// that read raw bytes read the buffer. The buffer must outlive every open File.
+/// One image at a time, for the whole process; clear_file_image() ends it.
+void set_file_image(const std::string& path, const void* data, std::size_t size);
+void clear_file_image();
+
 /// Owns one hid_t and closes it with the matching H5*close.
 class Handle {
 public:
@@ -79,8 +86,13 @@ public:
     hid_t id() const noexcept { return m_file.get(); }
 
     /// True when `object` (absolute path such as "/X/indptr") exists; checks every link
-    /// on the way so that a missing parent is "absent", not an error.
+    /// on the way so that a missing parent is "absent", not an error. A soft or
+    /// external link on the way whose target is absent (or a cycle of links) throws
+    /// FormatError naming it: such a file is broken, not missing the object.
     bool exists(const std::string& object) const;
+    /// Key of the object `object` resolves to (its header address): two paths with the
+    /// same key are hard links to one object (cycle detection).
+    std::string object_address(const std::string& object) const;
     bool is_group(const std::string& object) const;
     bool is_dataset(const std::string& object) const;
     /// Names of a group's members in HDF5's name order (anndata relies on column-order

@@ -64,6 +64,12 @@ std::size_t lzf_filter(unsigned flags, std::size_t cd_nelmts, const unsigned cd_
         const std::int64_t written =
             lzf_decompress(static_cast<const std::uint8_t*>(*buf), nbytes, output, output_size);
         if (written > 0) {
+            // A chunk always decodes to its full size (h5py stores it in cd_values[2]);
+            // fewer bytes would leave the rest of the chunk uninitialised.
+            if (cd_nelmts >= 3 && cd_values[2] != 0 && static_cast<std::size_t>(written) != cd_values[2]) {
+                std::free(output);
+                return 0;
+            }
             std::free(*buf);
             *buf = output;
             *buf_size = output_size;

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "core/io/detail/input_checks.hpp"
 #include "core/io/errors.hpp"
 
 namespace fathom::io::detail {
@@ -17,9 +18,7 @@ gzFile as_gz(void* file) { return static_cast<gzFile>(file); }
 
 LineReader::LineReader(const std::string& path, std::string error_file, std::string error_object)
     : m_error_file(std::move(error_file)), m_error_object(std::move(error_object)), m_buffer(initial_buffer_bytes) {
-    std::error_code error;
-    if (!std::filesystem::exists(path, error)) throw ReadError(path, "no such file");
-    if (std::filesystem::is_directory(path, error)) throw ReadError(path, "is a directory, expected a file");
+    require_regular_file(path);  // before gzopen: a FIFO would block
     errno = 0;
     gzFile file = gzopen(path.c_str(), "rb");
     if (!file) throw ReadError(path, errno ? std::strerror(errno) : "cannot open");
