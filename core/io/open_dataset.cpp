@@ -67,7 +67,8 @@ OpenedDataset open_dataset(const std::string& path, const ReadOptions& options) 
         case DatasetFormat::MatrixMarketFolder:
         case DatasetFormat::MatrixMarketFile: opened = open_matrix_market(path, options); break;
     }
-    if (options.make_var_names_unique) make_names_unique(opened.meta.var.index());
+    if (options.make_var_names_unique)
+        opened.meta.num_var_names_made_unique = make_names_unique(opened.meta.var.index());
     if (options.make_obs_names_unique) make_names_unique(opened.meta.obs.index());
     return opened;
 }
