@@ -40,6 +40,7 @@ DatasetPanel::DatasetPanel(QWidget* parent) : QWidget(parent) {
     m_genes = make_label("genes");
     m_nnz = make_label("nnz");
     m_counts = make_label("counts");
+    m_names = make_label("names");
     m_memory = make_label("memory");
     m_devices = make_label("devices");
     form->addRow(tr("file"), m_path);
@@ -48,6 +49,7 @@ DatasetPanel::DatasetPanel(QWidget* parent) : QWidget(parent) {
     form->addRow(tr("genes"), m_genes);
     form->addRow(tr("non-zeros"), m_nnz);
     form->addRow(tr("values"), m_counts);
+    form->addRow(tr("gene names"), m_names);
     form->addRow(tr("memory"), m_memory);
     form->addRow(tr("devices"), m_devices);
     layout->addLayout(form);
@@ -63,7 +65,7 @@ DatasetPanel::DatasetPanel(QWidget* parent) : QWidget(parent) {
 void DatasetPanel::setSummary(const DatasetSummary* summary) {
     m_columns->clear();
     if (!summary) {
-        for (QLabel* label : {m_path, m_format, m_cells, m_genes, m_nnz, m_counts, m_memory, m_devices})
+        for (QLabel* label : {m_path, m_format, m_cells, m_genes, m_nnz, m_counts, m_names, m_memory, m_devices})
             label->setText(QStringLiteral("–"));
         m_path->setText(tr("no dataset (File > Open, or drop a file here)"));
         return;
@@ -76,6 +78,10 @@ void DatasetPanel::setSummary(const DatasetSummary* summary) {
     m_genes->setText(locale.toString(static_cast<qlonglong>(summary->shape.num_genes)));
     m_nnz->setText(locale.toString(static_cast<qlonglong>(summary->nnz)));
     m_counts->setText(summary->integer_counts ? tr("integer counts") : tr("non-integer (processed)"));
+    m_names->setText(summary->num_var_names_made_unique > 0
+                         ? tr("%1 duplicate gene names made unique")
+                               .arg(locale.toString(static_cast<qlonglong>(summary->num_var_names_made_unique)))
+                         : tr("as stored"));
     m_memory->setText(format_bytes(summary->memory_bytes));
     QStringList devices;
     for (const std::string& device : summary->devices) devices << QString::fromStdString(device);
@@ -105,6 +111,8 @@ QString DatasetPanel::value(const QString& key) const {
     if (key == QStringLiteral("memory")) return m_memory->text();
     if (key == QStringLiteral("devices")) return m_devices->text();
     if (key == QStringLiteral("path")) return m_path->text();
+    if (key == QStringLiteral("values")) return m_counts->text();
+    if (key == QStringLiteral("names")) return m_names->text();
     return {};
 }
 

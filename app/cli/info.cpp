@@ -3,8 +3,10 @@
 #include <memory>
 #include <sstream>
 #include <iostream>
+#include <unordered_set>
 
 #include "app/cli/commands.hpp"
+#include "app/cli/read_options.hpp"
 #include "core/io/RowSource.hpp"
 
 namespace fathom::cli {
@@ -43,21 +45,25 @@ bool scan_integer_counts(io::RowSource& source) {
     return true;
 }
 
+/// Names equal to an earlier one.
+std::int64_t repeated_names(const std::vector<std::string>& names) {
+    std::unordered_set<std::string> seen;
+    std::int64_t repeated = 0;
+    for (const auto& name : names) repeated += seen.insert(name).second ? 0 : 1;
+    return repeated;
+}
+
 }  // namespace
 
 void add_info_command(CLI::App& app, int& exit_code) {
     auto* command = app.add_subcommand("info", "Describe a dataset: format, shape, nnz, value type, annotations");
     auto path = std::make_shared<std::string>();
-    auto options = std::make_shared<io::ReadOptions>();
+    auto args = std::make_shared<ReadArgs>();
     command->add_option("FILE", *path, "h5ad, 10x HDF5, Matrix Market folder or .mtx file")->required();
-    command->add_option("--matrix", options->matrix, "h5ad matrix: X, raw or layers/<name>")
-        ->default_str(options->matrix);
-    command->add_option("--genome", options->genome, "10x v2: genome group to read");
-    command->add_option("--feature-type", options->feature_type, "10x: feature type to keep (\"\" = all)")
-        ->default_str(options->feature_type);
-    command->callback([&exit_code, path, options] {
+    add_read_options(*command, *args);
+    command->callback([&exit_code, path, args] {
         exit_code = guarded([&] {
-            io::OpenedDataset opened = io::open_dataset(*path, *options);
+            io::OpenedDataset opened = io::open_dataset(*path, io_read_options(*args));
             const Dataset& meta = opened.meta;
             const bool integer = meta.integer_counts_known ? meta.integer_counts : scan_integer_counts(*opened.source);
             const double density =
@@ -74,6 +80,11 @@ void add_info_command(CLI::App& app, int& exit_code) {
                       << "nnz: " << meta.nnz << " (density " << std::setprecision(4) << density * 100.0 << "%)\n"
                       << "values: " << (integer ? "integer counts" : "non-integer (normalised or scaled)") << "\n"
                       << "memory (CSR shards): " << human_bytes(csr_bytes) << "\n";
+            if (meta.num_var_names_made_unique > 0)
+                std::cout << "var names: " << meta.num_var_names_made_unique
+                          << " duplicate gene names made unique (--keep-duplicate-names keeps them)\n";
+            else if (const auto repeated = repeated_names(meta.var.index()); repeated > 0)
+                std::cout << "var names: " << repeated << " duplicate gene names kept as stored\n";
             print_columns("obs columns", meta.obs);
             print_columns("var columns", meta.var);
             std::cout << "obsm:";

@@ -13,6 +13,7 @@
 #include "app/cli/commands.hpp"
 #include "app/cli/jobs.hpp"
 #include "app/cli/mpi_comm.hpp"
+#include "app/cli/read_options.hpp"
 #include "core/engine/Engine.hpp"
 #include "core/engine/csv_export.hpp"
 #include "core/engine/settings_schema.hpp"
@@ -150,6 +151,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
         std::map<std::string, std::string> values;
         std::map<std::string, bool> flags;
         bool print_settings = false;
+        ReadArgs read;
     };
     auto args = std::make_shared<Args>();
     command->add_option("IN", args->input, "h5ad, 10x HDF5, Matrix Market folder or .mtx file")->required();
@@ -183,6 +185,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
                 ""))
             ->default_str(format_setting_value(spec, spec.get(defaults)));
     }
+    add_read_options(*command, args->read);
     command->add_option("--devices", args->devices, "cpu, cpu:N (N shards) or cuda:0,1,...")->default_str(args->devices);
     command->add_option("--memory-budget", args->memory_budget_gb,
                         "GiB of raw matrix to load into memory; larger ones are streamed from the file "
@@ -203,6 +206,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
                 return static_cast<int>(Ok);
             }
             if (!args->output.ends_with(".h5ad")) throw std::invalid_argument("--out must name a .h5ad file");
+            const DatasetReadOptions read = dataset_read_options(args->read);
 
             // Under mpirun / srun every rank runs the same jobs on its own rows; rank 0
             // prints, writes the output and the report.
@@ -225,7 +229,11 @@ void add_run_command(CLI::App& app, int& exit_code) {
                     {"--memory-budget", args->memory_budget_gb},
                     {"--no-matrix", args->no_matrix},
                     {"--report", args->report},
-                    {"--export-csv", args->export_csv}};
+                    {"--export-csv", args->export_csv},
+                    {"--matrix", read.matrix},
+                    {"--genome", read.genome},
+                    {"--feature-types", read.feature_type},
+                    {"--keep-duplicate-names", !read.make_var_names_unique}};
                 const nlohmann::json by_name = settings_json(settings);
                 for (const auto& [name, value] : by_name.items()) command_line[name] = value;
                 const std::string text = command_line.dump();
@@ -257,6 +265,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
                     traffic->push_back({step, comm->bytes_sent(), comm->bytes_received()});
                 };
             config.devices = args->devices;
+            config.read = read;
             config.device_provider = gpu::make_device_provider();
             config.memory_budget_bytes = args->memory_budget_gb < 0
                                              ? -1
@@ -286,6 +295,9 @@ void add_run_command(CLI::App& app, int& exit_code) {
                 nlohmann::json shards = nlohmann::json::array();
                 for (const auto& name : opened->devices) shards.push_back(name);
                 report["shards"] = shards;
+                if (opened->num_var_names_made_unique > 0 && lead)
+                    std::cerr << "fathom-cli: " << opened->num_var_names_made_unique
+                              << " duplicate gene names made unique (--keep-duplicate-names keeps them)\n";
                 // Over ranks each rank places its own shards: each says its note.
                 if (!opened->device_note.empty() && (lead || ranks)) {
                     std::cerr << "fathom-cli: " << who << opened->device_note << "\n";

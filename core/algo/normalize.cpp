@@ -4,9 +4,82 @@
 #include <cmath>
 #include <limits>
 #include <stdexcept>
+#include <optional>
 #include <string>
 
+#include "core/backend/CpuBackend.hpp"
+
 namespace fathom {
+
+namespace {
+
+/// NumPy's pairwise_sum for float32 (numpy/core/src/umath/loops_utils.h.src).
+float pairwise_float32(const float* values, std::size_t count) {
+    if (count < 8) {
+        float sum = 0.0f;
+        for (std::size_t index = 0; index < count; ++index) sum += values[index];
+        return sum;
+    }
+    if (count <= 128) {
+        float partial[8];
+        for (std::size_t lane = 0; lane < 8; ++lane) partial[lane] = values[lane];
+        std::size_t index = 8;
+        for (; index < count - count % 8; index += 8)
+            for (std::size_t lane = 0; lane < 8; ++lane) partial[lane] += values[index + lane];
+        float sum = ((partial[0] + partial[1]) + (partial[2] + partial[3])) +
+                    ((partial[4] + partial[5]) + (partial[6] + partial[7]));
+        for (; index < count; ++index) sum += values[index];
+        return sum;
+    }
+    std::size_t half = count / 2;
+    half -= half % 8;
+    return pairwise_float32(values, half) + pairwise_float32(values + half, count - half);
+}
+
+}  // namespace
+
+float numpy_float32_sum(std::span<const float> values) {
+    // ufunc.reduce without an initial value starts from the first element and adds the
+    // pairwise sum of the others.
+    if (values.empty()) return 0.0f;
+    return values[0] + pairwise_float32(values.data() + 1, values.size() - 1);
+}
+
+std::vector<double> numpy_float32_row_sums(const ShardSet& shards, std::span<const std::uint8_t> gene_mask,
+                                           JobContext& ctx) {
+    std::vector<double> sums;
+    std::vector<float> row;
+    for (int index = shards.first_local_shard(); index < shards.first_local_shard() + shards.num_local_shards(); ++index) {
+        ctx.checkpoint();
+        // The values as stored, in row order (a device shard is copied to the host).
+        const Backend& backend = shards.shard(index);
+        std::optional<CsrShard> copy;
+        const auto* cpu = dynamic_cast<const CpuBackend*>(&backend);
+        if (!cpu) copy = backend.to_host();
+        const CsrShard& shard = cpu ? cpu->shard() : *copy;
+        for (std::int64_t local = 0; local < shard.num_rows(); ++local) {
+            row.clear();
+            for (auto entry = shard.row_offsets[static_cast<std::size_t>(local)];
+                 entry < shard.row_offsets[static_cast<std::size_t>(local) + 1]; ++entry) {
+                const auto gene = static_cast<std::size_t>(shard.gene_indices[static_cast<std::size_t>(entry)]);
+                if (gene_mask.empty() || gene_mask[gene]) row.push_back(shard.values[static_cast<std::size_t>(entry)]);
+            }
+            sums.push_back(numpy_float32_sum(row));
+        }
+    }
+    const auto& comm = shards.comm();
+    if (!comm || comm->size() == 1) return sums;
+    // Every rank's rows, in rank order (= global row order).
+    ByteWriter out;
+    out.put_vector(std::span<const double>(sums));
+    std::vector<double> all;
+    for (const Bytes& part : comm->all_gather(out.bytes())) {
+        ByteReader in(part);
+        const auto values = in.get_vector<double>();
+        all.insert(all.end(), values.begin(), values.end());
+    }
+    return all;
+}
 
 double median_float64(std::vector<double> values) {
     if (values.empty()) return std::numeric_limits<double>::quiet_NaN();
@@ -112,8 +185,11 @@ NormalizeTotalResult normalize_total_factors(std::vector<double> counts_per_cell
 NormalizeTotalResult normalize_total(ShardSet& shards, const NormalizeTotalOptions& options, JobContext& ctx) {
     validate(options);
     ctx.begin_stage("normalize_total");
-    RowStats stats = shards.row_stats({}, ctx);
-    NormalizeTotalResult result = normalize_total_factors(std::move(stats.total), options);
+    // X.sum(1) as scanpy holds it: exact for an integer X (int64), NumPy's float32 sum
+    // for a float32 X (it differs from a double sum where values are not integers).
+    std::vector<double> totals =
+        options.integer_dtype ? shards.row_stats({}, ctx).total : numpy_float32_row_sums(shards, {}, ctx);
+    NormalizeTotalResult result = normalize_total_factors(std::move(totals), options);
     ctx.report(0.5);
     shards.scale_rows(result.factors, ctx);
     ctx.report(1.0);

@@ -5,6 +5,7 @@
 /// factor is 1 / (counts / target), computed in the precision scanpy uses for the
 /// matrix's dtype (see integer_dtype), and each value becomes float32(value * factor).
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "core/backend/ShardSet.hpp"
@@ -43,6 +44,18 @@ NormalizePerCellResult normalize_per_cell(ShardSet& shards, const NormalizePerCe
                                           JobContext& ctx);
 /// values = log1p(values) in place (natural log; scanpy pp.log1p with base=None).
 void log1p(ShardSet& shards, JobContext& ctx);
+
+/// NumPy's float32 sum of `values` as ufunc.reduce / reduceat computes it: the first value
+/// plus the pairwise sum (blocks of 8 partial sums up to 128 values, halves above) of the
+/// rest, every addition rounded to float32. 0 for no values.
+float numpy_float32_sum(std::span<const float> values);
+/// X.sum(1) of a float32 CSR matrix as scipy computes it (np.add.reduceat over each
+/// row's stored values, i.e. numpy_float32_sum), over the genes with gene_mask = 1
+/// (empty = every gene), one per cell in global row order. Non-integer values make
+/// these totals differ from double-precision sums; scanpy's normalize_total divides by
+/// them when X is float32.
+std::vector<double> numpy_float32_row_sums(const ShardSet& shards, std::span<const std::uint8_t> gene_mask,
+                                           JobContext& ctx);
 
 /// The median as NumPy computes it on a float32 array (the mean of the two middle
 /// values for an even count, in float32). Empty input gives NaN.

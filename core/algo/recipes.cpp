@@ -94,9 +94,18 @@ Zheng17Moments zheng17_moments(const ShardSet& raw, const Zheng17Options& option
     } else {
         out.gene_filter = filter_genes(raw, gene_filter, ctx);
         ctx.begin_stage("normalize_total");
-        // Totals over the kept genes, as normalize_total sees the filtered matrix.
-        RowStats rows = out.gene_filter.num_removed > 0 ? raw.row_stats(out.gene_filter.keep, ctx) : raw.row_stats({}, ctx);
-        totals = out.gene_filter.num_removed > 0 ? std::move(rows.subset_total) : std::move(rows.total);
+        // Totals over the kept genes, as normalize_total sees the filtered matrix (NumPy's
+        // float32 sums for a float32 X, see numpy_float32_row_sums).
+        if (!options.integer_dtype) {
+            totals = numpy_float32_row_sums(
+                raw, out.gene_filter.num_removed > 0 ? std::span<const std::uint8_t>(out.gene_filter.keep)
+                                                     : std::span<const std::uint8_t>(),
+                ctx);
+        } else {
+            RowStats rows =
+                out.gene_filter.num_removed > 0 ? raw.row_stats(out.gene_filter.keep, ctx) : raw.row_stats({}, ctx);
+            totals = out.gene_filter.num_removed > 0 ? std::move(rows.subset_total) : std::move(rows.total);
+        }
     }
     // normalize_total(adata, key_added='n_counts_all'): scanpy 1.9.6's recipe (pre-1.5
     // releases called normalize_per_cell, which also drops cells without counts).

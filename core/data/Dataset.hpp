@@ -33,6 +33,9 @@ struct Dataset {
     bool integer_counts_known = false;///< false when the reader did not scan the values
     std::string matrix_layout;        ///< "csr", "csc" or "dense" as stored
     std::string matrix_name;          ///< "X", "raw/X", "layers/<name>", "/matrix", "/<genome>"
+    /// Var names that io::ReadOptions::make_var_names_unique renamed (anndata's
+    /// var_names_make_unique: the second LTB became LTB-1); 0 when off or none repeated.
+    std::int64_t num_var_names_made_unique = 0;
 
     Table obs;                        ///< one row per cell; index = barcodes
     Table var;                        ///< one row per gene; index = gene names

@@ -28,11 +28,16 @@ class DeviceProvider;
 struct CsvExportOptions;  // core/engine/csv_export.hpp
 
 /// Which matrix of a file Engine::open reads: the fields of io::ReadOptions that users
-/// choose (fathom-cli's --matrix, --genome, --feature-type), with the same defaults.
+/// choose (fathom-cli's --matrix / --layer, --genome, --feature-types,
+/// --keep-duplicate-names), with the same defaults but for the var names.
 struct DatasetReadOptions {
     std::string matrix = "X";                      ///< h5ad: "X", "raw" or "layers/<name>"
-    std::string genome;                            ///< 10x v2: genome group; empty = the only one
+    std::string genome;                            ///< 10x: genome; empty = the only one (v2) / every one (v3)
     std::string feature_type = "Gene Expression";  ///< 10x: feature type kept; empty keeps every feature
+    /// Repeated var names made unique as anndata's var_names_make_unique (and scanpy's
+    /// read_10x_mtx) do: `LTB`, `LTB-1`; the gene ids stay in var['gene_ids'] where the
+    /// file has them. false keeps the names as stored.
+    bool make_var_names_unique = true;
     friend bool operator==(const DatasetReadOptions&, const DatasetReadOptions&) = default;
 };
 
@@ -82,6 +87,8 @@ struct DatasetSummary {
     MatrixShape shape;
     std::int64_t nnz = 0;
     bool integer_counts = false;
+    /// Repeated var names renamed at open (DatasetReadOptions::make_var_names_unique).
+    std::int64_t num_var_names_made_unique = 0;
     std::int64_t memory_bytes = 0;  ///< CSR shards in memory
     std::vector<ColumnSummary> obs_columns;
     std::vector<ColumnSummary> var_columns;

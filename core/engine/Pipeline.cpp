@@ -66,6 +66,7 @@ PreprocessOptions preprocess_options(const PipelineSettings& settings, const Loa
     // arithmetic (float64); its 10x and Matrix Market readers give float32.
     options.integer_dtype = data.meta.format == DatasetFormat::H5ad &&
                             (data.meta.stored_type == ValueType::Int32 || data.meta.stored_type == ValueType::Int64);
+    options.integer_counts = data.integer_counts;
     return options;
 }
 
@@ -187,6 +188,12 @@ PreprocessResult run_streamed_preprocess(const LoadedData& data, const Preproces
     if (options.recipe != Recipe::Zheng17 || options.min_counts_per_cell > 0.0)
         throw std::invalid_argument("recipe: datasets streamed from their file (larger than the memory budget) "
                                     "support recipe zheng17 without a cell pre-filter (min_counts) only");
+    // The first pass's totals are over every gene; filter_genes(min_counts=1) removes
+    // genes with counts when X is not integer, and the totals would then differ.
+    if (!options.integer_counts)
+        throw std::invalid_argument("recipe: X holds non-integer values, and a dataset streamed from its file "
+                                    "(larger than the memory budget) runs recipe zheng17 on integer counts only: "
+                                    "raise --memory-budget to load it");
     PreprocessResult out;
     const auto& stats = data.streamed_stats;
     const auto num_cells = static_cast<double>(data.meta.shape.num_cells);
@@ -230,10 +237,14 @@ PreprocessResult run_preprocess(const LoadedData& data, const PreprocessOptions&
     if (options.recipe == Recipe::Zheng17 && options.min_counts_per_cell <= 0.0) {
         // recipe_zheng17 up to the dispersion statistics, on the raw shards and without a
         // normalised copy: filter_genes(min_counts=1) and the cell totals from the QC
-        // (the recipe needs integer counts, see run_pipeline); the scale step copies
+        // (integer counts) or the shards; the scale step copies
         // only the HVG columns.
+        // The QC's totals are normalize_total's only when filter_genes(min_counts=1)
+        // removes genes without counts alone, i.e. for integer counts; otherwise the
+        // totals over the kept genes are taken from the shards.
         std::lock_guard lock(data.raw_mutex);
-        Zheng17Moments moments = zheng17_moments(data.raw, zheng17_options(options, num_top_genes), ctx, &data.qc());
+        Zheng17Moments moments = zheng17_moments(data.raw, zheng17_options(options, num_top_genes), ctx,
+                                                 options.integer_counts ? &data.qc() : nullptr);
         out.kept_cells = std::move(cells);
         out.kept_genes = compose(genes, moments.gene_filter.keep);
         out.n_counts_all = moments.normalization.counts_per_cell;
@@ -433,16 +444,18 @@ void run_pipeline(Engine::State& state, const PipelineSettings& settings, JobCon
         throw FormatError(data->meta.path, matrix, "every value is zero (" + std::to_string(shape.num_cells) + " cells x " +
                                                        std::to_string(shape.num_genes) + " genes): nothing to analyse");
     auto& cache = state.cache;
-    if (settings.recipe != Recipe::None && !data->integer_counts)
-        throw std::invalid_argument(std::string("recipe '") + recipe_definition(settings.recipe).name +
-                                    "' expects raw integer counts, but X holds non-integer values "
-                                    "(already processed data: use recipe 'none')");
 
     // Each step re-runs when its Options or the version of a step it reads changed;
     // steps this run does not reach stay cached but are not shown.
     cache.deactivate();
     cache.settings = settings;
     cache.warnings.clear();
+    // Scanpy runs its recipes on any X; so does the engine, and says what it found.
+    if (settings.recipe != Recipe::None && !data->integer_counts)
+        cache.warnings.push_back(std::string("X holds non-integer values: ") +
+                                 (settings.recipe == Recipe::Zheng17 ? "Zheng17" : "Seurat") +
+                                 " expects raw counts (recipe " + recipe_definition(settings.recipe).name +
+                                 " ran on X as stored, as Scanpy runs it)");
     if (settings.recipe == Recipe::None && data->integer_counts)
         cache.warnings.push_back("X holds raw integer counts, and recipe none runs PCA on them as they are "
                                  "(no normalisation, log or gene selection): choose recipe zheng17 or seurat "
@@ -543,6 +556,7 @@ std::shared_ptr<AnalysisSnapshot> build_snapshot(const Engine::State& state, con
     summary->shape = data.meta.shape;
     summary->nnz = data.meta.nnz;
     summary->integer_counts = data.integer_counts;
+    summary->num_var_names_made_unique = data.meta.num_var_names_made_unique;
     summary->memory_bytes = 8 * (data.meta.shape.num_cells + 1) + 8 * data.meta.nnz;
     const auto columns = [](const Table& table) {
         std::vector<ColumnSummary> out;

@@ -350,6 +350,7 @@ io::ReadOptions read_options(const DatasetReadOptions& read) {
     options.matrix = read.matrix;
     options.genome = read.genome;
     options.feature_type = read.feature_type;
+    options.make_var_names_unique = read.make_var_names_unique;
     return options;
 }
 

@@ -43,8 +43,10 @@ struct ReadOptions {
     std::string feature_type = "Gene Expression";
     /// 10x v2: genome group to read; empty = the only one (error if several).
     std::string genome;
-    /// anndata's var_names_make_unique / obs_names_make_unique. Off by default since
-    /// scanpy's 10x readers keep duplicates.
+    /// anndata's var_names_make_unique / obs_names_make_unique (`LTB`, `LTB-1`; the
+    /// renamed count goes to Dataset::num_var_names_made_unique). Off by default here, as
+    /// scanpy's read_10x_h5 keeps duplicates; the engine (DatasetReadOptions) and
+    /// fathom-cli turn it on unless asked to keep them (--keep-duplicate-names).
     bool make_var_names_unique = false;
     bool make_obs_names_unique = false;
     /// Read obsm/varm/uns (small, host-side). Off skips them for speed.

@@ -133,7 +133,8 @@ OpenedDataset open_dataset(const std::string& path, const ReadOptions& options) 
     for (const auto& [key, matrix] : opened.meta.obsm) require_utf8(path, "obsm key", key);
     for (const auto& [key, matrix] : opened.meta.varm) require_utf8(path, "varm key", key);
     for (const auto& [key, graph] : opened.meta.obsp) require_utf8(path, "obsp key", key);
-    if (options.make_var_names_unique) make_names_unique(opened.meta.var.index());
+    if (options.make_var_names_unique)
+        opened.meta.num_var_names_made_unique = make_names_unique(opened.meta.var.index());
     if (options.make_obs_names_unique) make_names_unique(opened.meta.obs.index());
     return opened;
 }

@@ -212,7 +212,9 @@ TEST(EngineFilters, UnknownAndAmbiguousGenesFailNamingThem) {
         opened.meta.var.index()[7] = "DUPLICATED";
         io::write_h5ad(path, opened.meta, opened.source.get());
     }
-    Engine engine(EngineConfig{"cpu:1"});
+    EngineConfig config{"cpu:1"};
+    config.read.make_var_names_unique = false;  // --keep-duplicate-names
+    Engine engine(config);
     ASSERT_EQ(finish(engine.open(path)).state, JobState::Succeeded);
     const auto model = io::synthetic_model(filter_dataset_options());
 

@@ -59,6 +59,9 @@ struct PreprocessOptions {
     double min_counts_per_cell = 0.0;
     /// scanpy held X as integers (Zheng17Options::integer_dtype), from the dataset.
     bool integer_dtype = false;
+    /// Every stored value of X is an integer (LoadedData::integer_counts): the fused
+    /// Zheng17 path may take normalize_total's totals from the QC.
+    bool integer_counts = true;
     friend bool operator==(const PreprocessOptions&, const PreprocessOptions&) = default;
 };
 

@@ -1,0 +1,123 @@
+// What fathom-cli reads and says about it: recipes on a non-integer X (a warning on
+// stderr and in the report), repeated gene names made unique as anndata does (info,
+// convert, run; --keep-duplicate-names), the read options (--layer, --feature-types).
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/support/paths.hpp"
+#include "tests/support/python.hpp"
+
+namespace fathom {
+namespace {
+
+using test::run_command;
+using test::shell_quote;
+
+const std::string cli = FATHOM_CLI_PATH;
+
+/// 400 cells x 120 genes of Poisson counts, each value times a factor in [0.3, 1.7)
+/// (float32: corrected or down-sampled counts), written by anndata.
+std::string noninteger_input() {
+    static const std::string path = [] {
+        const auto file = test::temp_dir("cli-read-noninteger") / "noninteger.h5ad";
+        const auto result = test::run_python(R"(
+import sys
+import anndata, numpy as np, pandas as pd, scipy.sparse as sp
+rng = np.random.default_rng(3)
+counts = rng.poisson(rng.gamma(0.6, 2.0, size=(1, 120)) * rng.uniform(0.5, 1.5, size=(400, 1))).astype(np.float32)
+X = sp.csr_matrix(counts)
+X.data = (X.data * rng.uniform(0.3, 1.7, size=X.data.shape)).astype(np.float32)
+obs = pd.DataFrame(index=["cell%d" % c for c in range(400)])
+var = pd.DataFrame(index=["gene%d" % g for g in range(120)])
+anndata.AnnData(X=X, obs=obs, var=var).write_h5ad(sys.argv[1])
+)",
+                                             {file.string()});
+        EXPECT_EQ(result.exit_code, 0) << result.output;
+        return file.string();
+    }();
+    return path;
+}
+
+TEST(CliRead, RecipeOnNonIntegerXRunsAndWarns) {
+    FATHOM_REQUIRE_PYTHON("anndata", "pandas", "scipy");
+    const auto folder = test::temp_dir("cli-read-noninteger-run");
+    const auto out = (folder / "out.h5ad").string(), report = (folder / "report.json").string();
+    const auto result = run_command(cli + " run " + shell_quote(noninteger_input()) +
+                                    " --recipe zheng17 --n-top-genes 40 --n-pcs 5 --out " + shell_quote(out) +
+                                    " --report " + shell_quote(report) + " 2>&1");
+    ASSERT_EQ(result.exit_code, 0) << result.output;
+    const std::string warning = "X holds non-integer values: Zheng17 expects raw counts";
+    EXPECT_NE(result.output.find("fathom-cli: warning: " + warning), std::string::npos) << result.output;
+    std::ifstream in(report);
+    const auto json = nlohmann::json::parse(in);
+    ASSERT_EQ(json.at("warnings").size(), 1u);
+    EXPECT_EQ(json["warnings"][0].get<std::string>().rfind(warning, 0), 0u) << json["warnings"];
+}
+
+/// A Matrix Market folder (10x layout, plain text) whose symbols repeat, including a
+/// name that the renaming would produce ("LTB-1").
+std::filesystem::path duplicate_names_folder() {
+    const auto folder = test::temp_dir("cli-read-duplicates") / "mtx";
+    std::filesystem::create_directories(folder);
+    const std::vector<std::string> names = {"LTB", "CD3E", "LTB", "LTB-1", "LTB", "CD3E", "MS4A1"};
+    std::ofstream features(folder / "features.tsv");
+    for (std::size_t gene = 0; gene < names.size(); ++gene)
+        features << "ENSG" << gene << "\t" << names[gene] << "\tGene Expression\n";
+    std::ofstream barcodes(folder / "barcodes.tsv");
+    for (int cell = 0; cell < 5; ++cell) barcodes << "CELL" << cell << "-1\n";
+    std::ofstream matrix(folder / "matrix.mtx");
+    matrix << "%%MatrixMarket matrix coordinate integer general\n" << names.size() << " 5 " << names.size() * 5 << "\n";
+    for (std::size_t gene = 0; gene < names.size(); ++gene)
+        for (int cell = 0; cell < 5; ++cell) matrix << gene + 1 << " " << cell + 1 << " " << gene + cell + 1 << "\n";
+    return folder;
+}
+
+TEST(CliRead, DuplicateGeneNamesMadeUniqueAsAnndata) {
+    FATHOM_REQUIRE_PYTHON("anndata");
+    const auto input = duplicate_names_folder();
+    auto result = run_command(cli + " info " + shell_quote(input.string()) + " 2>&1");
+    ASSERT_EQ(result.exit_code, 0) << result.output;
+    EXPECT_NE(result.output.find("var names: 3 duplicate gene names made unique"), std::string::npos) << result.output;
+    result = run_command(cli + " info " + shell_quote(input.string()) + " --keep-duplicate-names 2>&1");
+    ASSERT_EQ(result.exit_code, 0) << result.output;
+    EXPECT_NE(result.output.find("var names: 3 duplicate gene names kept as stored"), std::string::npos) << result.output;
+
+    // convert writes anndata's var_names_make_unique names, with the gene ids beside them.
+    const auto out = (input.parent_path() / "out.h5ad").string();
+    result = run_command(cli + " convert " + shell_quote(input.string()) + " " + shell_quote(out) + " 2>&1");
+    ASSERT_EQ(result.exit_code, 0) << result.output;
+    EXPECT_NE(result.output.find("3 duplicate gene names made unique"), std::string::npos) << result.output;
+    const auto check = test::run_python(R"(
+import sys, warnings
+import anndata, pandas as pd
+warnings.simplefilter("ignore")
+written = anndata.read_h5ad(sys.argv[1])
+stored = pd.read_csv(sys.argv[2] + "/features.tsv", sep="\t", header=None)
+expected = anndata.AnnData(var=pd.DataFrame(index=list(stored[1])))
+expected.var_names_make_unique()
+assert list(written.var_names) == list(expected.var_names), (list(written.var_names), list(expected.var_names))
+assert list(written.var["gene_ids"]) == list(stored[0]), list(written.var["gene_ids"])
+assert written.var_names.is_unique
+print("ok", list(written.var_names))
+)",
+                                          {out, input.string()});
+    EXPECT_EQ(check.exit_code, 0) << check.output;
+    // --keep-duplicate-names keeps them.
+    result = run_command(cli + " convert " + shell_quote(input.string()) + " " + shell_quote(out) +
+                         " --keep-duplicate-names 2>&1");
+    ASSERT_EQ(result.exit_code, 0) << result.output;
+    const auto kept = test::run_python(R"(
+import sys, warnings
+import anndata
+warnings.simplefilter("ignore")
+assert list(anndata.read_h5ad(sys.argv[1]).var_names) == ["LTB", "CD3E", "LTB", "LTB-1", "LTB", "CD3E", "MS4A1"]
+)",
+                                       {out});
+    EXPECT_EQ(kept.exit_code, 0) << kept.output;
+}
+
+}  // namespace
+}  // namespace fathom
