@@ -17,6 +17,9 @@ namespace fathom {
 
 namespace {
 
+/// Cells whose values decide what X holds (MatrixContentScan).
+constexpr std::int64_t k_content_scan_rows = 2000;
+
 bool all_integer(const ShardSet& shards, JobContext& ctx) {
     bool counts = true;
     for (int index = shards.first_local_shard(); counts && index < shards.first_local_shard() + shards.num_local_shards();
@@ -213,6 +216,15 @@ JobHandle Engine::open(std::string path) {
                 state->begin_step(ctx, "qc");
                 return calculate_qc_metrics(data->raw, data->meta.var.index(), QcOptions{}, ctx);
             });
+        }
+
+        // What X holds: the first cells' values (the same rows on every rank), with the
+        // integer test over the whole matrix.
+        {
+            MatrixContentScan scan(data->meta.shape.num_genes);
+            const std::int64_t rows = std::min<std::int64_t>(data->meta.shape.num_cells, k_content_scan_rows);
+            if (rows > 0) scan.add(opened.source->read_rows(0, rows));
+            data->content = scan.report(data->integer_counts);
         }
 
         // The new dataset's steps start from its QC's version.

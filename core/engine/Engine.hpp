@@ -16,6 +16,7 @@
 
 #include "core/data/Dataset.hpp"
 #include "core/data/Table.hpp"
+#include "core/engine/matrix_content.hpp"
 #include "core/engine/Job.hpp"
 #include "core/engine/Pending.hpp"
 #include "core/engine/PipelineSettings.hpp"
@@ -87,6 +88,8 @@ struct DatasetSummary {
     MatrixShape shape;
     std::int64_t nnz = 0;
     bool integer_counts = false;
+    /// What X holds and how that was decided (raw counts, log-normalised, scaled, ...).
+    MatrixContentReport content;
     /// Repeated var names renamed at open (DatasetReadOptions::make_var_names_unique).
     std::int64_t num_var_names_made_unique = 0;
     std::int64_t memory_bytes = 0;  ///< CSR shards in memory

@@ -55,6 +55,12 @@ TEST(CliRead, RecipeOnNonIntegerXRunsAndWarns) {
     const auto json = nlohmann::json::parse(in);
     ASSERT_EQ(json.at("warnings").size(), 1u);
     EXPECT_EQ(json["warnings"][0].get<std::string>().rfind(warning, 0), 0u) << json["warnings"];
+    // info says what X holds and how that was decided.
+    const auto info = run_command(cli + " info " + shell_quote(noninteger_input()) + " 2>&1");
+    ASSERT_EQ(info.exit_code, 0) << info.output;
+    EXPECT_NE(info.output.find("values: non-integer counts (non-negative, not integer, values up to "), std::string::npos)
+        << info.output;
+    EXPECT_NE(info.output.find("recipe that fits: zheng17"), std::string::npos) << info.output;
 }
 
 /// A Matrix Market folder (10x layout, plain text) whose symbols repeat, including a
