@@ -540,6 +540,8 @@ std::shared_ptr<AnalysisSnapshot> build_snapshot(const Engine::State& state, con
     summary->nnz = data.meta.nnz;
     summary->integer_counts = data.integer_counts;
     summary->content = data.content;
+    summary->matrix_name = data.meta.matrix_name;
+    summary->open_note = data.open_note;
     summary->num_var_names_made_unique = data.meta.num_var_names_made_unique;
     summary->memory_bytes = 8 * (data.meta.shape.num_cells + 1) + 8 * data.meta.nnz;
     const auto columns = [](const Table& table) {

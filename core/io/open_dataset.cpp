@@ -66,6 +66,7 @@ OpenedDataset open_dataset(const std::string& path, const ReadOptions& options) 
         case DatasetFormat::TenxH5V2: opened = open_10x_h5(path, options); break;
         case DatasetFormat::MatrixMarketFolder:
         case DatasetFormat::MatrixMarketFile: opened = open_matrix_market(path, options); break;
+        case DatasetFormat::Loom: opened = open_loom(path, options); break;
     }
     if (options.make_var_names_unique)
         opened.meta.num_var_names_made_unique = make_names_unique(opened.meta.var.index());

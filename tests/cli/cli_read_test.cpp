@@ -125,5 +125,52 @@ assert list(anndata.read_h5ad(sys.argv[1]).var_names) == ["LTB", "CD3E", "LTB", 
     EXPECT_EQ(kept.exit_code, 0) << kept.output;
 }
 
+// X absent (anndata X = None): run analyses raw/X and says so; without raw/X it says what
+// to choose. --layer NAME analyses a layer.
+TEST(CliRead, AbsentXUsesRawAndLayerChoosesALayer) {
+    FATHOM_REQUIRE_PYTHON("anndata", "h5py", "scipy");
+    const auto folder = test::temp_dir("cli-read-absent-x");
+    const auto with_raw = folder / "with_raw.h5ad", without_raw = folder / "without_raw.h5ad";
+    const auto written = test::run_python(R"(
+import sys
+import anndata, h5py, numpy as np, pandas as pd, scipy.sparse as sp
+rng = np.random.default_rng(8)
+counts = sp.csr_matrix(rng.poisson(1.5, size=(300, 80)).astype(np.float32))
+obs = pd.DataFrame(index=["c%d" % c for c in range(300)]); var = pd.DataFrame(index=["g%d" % g for g in range(80)])
+adata = anndata.AnnData(X=counts.copy(), obs=obs, var=var, layers={"counts": counts.copy()})
+adata.raw = adata
+adata.write_h5ad(sys.argv[1])
+adata2 = anndata.AnnData(X=counts.copy(), obs=obs, var=var, layers={"counts": counts.copy()})
+adata2.write_h5ad(sys.argv[2])
+for path in sys.argv[1:3]:
+    with h5py.File(path, "a") as f:
+        del f["X"]
+)",
+                                          {with_raw.string(), without_raw.string()});
+    ASSERT_EQ(written.exit_code, 0) << written.output;
+    const auto out = (folder / "out.h5ad").string();
+    auto result = run_command(cli + " run " + shell_quote(with_raw.string()) + " --n-top-genes 20 --n-pcs 5 --out " +
+                              shell_quote(out) + " 2>&1");
+    ASSERT_EQ(result.exit_code, 0) << result.output;
+    EXPECT_NE(result.output.find("fathom-cli: X is absent (anndata X = None): analysing raw/X"), std::string::npos)
+        << result.output;
+    result = run_command(cli + " run " + shell_quote(without_raw.string()) + " --n-top-genes 20 --n-pcs 5 --out " +
+                         shell_quote(out) + " 2>&1");
+    EXPECT_EQ(result.exit_code, 3) << result.output;
+    EXPECT_NE(result.output.find("/X: absent (anndata X = None), and the file has no raw/X: nothing to analyse "
+                                 "(choose a layer: --layer NAME)"),
+              std::string::npos)
+        << result.output;
+    result = run_command(cli + " run " + shell_quote(without_raw.string()) +
+                         " --layer counts --n-top-genes 20 --n-pcs 5 --out " + shell_quote(out) + " 2>&1");
+    ASSERT_EQ(result.exit_code, 0) << result.output;
+    result = run_command(cli + " info " + shell_quote(without_raw.string()) + " --layer counts 2>&1");
+    ASSERT_EQ(result.exit_code, 0) << result.output;
+    EXPECT_NE(result.output.find("matrix: layers/counts"), std::string::npos) << result.output;
+    result = run_command(cli + " info " + shell_quote(without_raw.string()) + " --layer counts --matrix raw 2>&1");
+    EXPECT_EQ(result.exit_code, 2) << result.output;
+    EXPECT_NE(result.output.find("--layer counts and --matrix raw name two matrices"), std::string::npos) << result.output;
+}
+
 }  // namespace
 }  // namespace fathom
