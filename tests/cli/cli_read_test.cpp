@@ -9,6 +9,7 @@
 
 #include "tests/support/paths.hpp"
 #include "tests/support/python.hpp"
+#include "tests/support/tenx_fixtures.hpp"
 
 namespace fathom {
 namespace {
@@ -170,6 +171,40 @@ for path in sys.argv[1:3]:
     result = run_command(cli + " info " + shell_quote(without_raw.string()) + " --layer counts --matrix raw 2>&1");
     EXPECT_EQ(result.exit_code, 2) << result.output;
     EXPECT_NE(result.output.find("--layer counts and --matrix raw name two matrices"), std::string::npos) << result.output;
+}
+
+// 10x HDF5 with two feature types and two genomes: Gene Expression by default (scanpy's
+// gex_only), --feature-types "" keeps every feature, --genome one genome's; scanpy
+// (anndata) reads the converted files with the same features.
+TEST(CliRead, TenxFeatureTypesAndGenomes) {
+    FATHOM_REQUIRE_PYTHON("anndata");
+    const auto folder = test::temp_dir("cli-read-10x-types");
+    const auto fixture = test::make_tenx_fixture(30, 24, 9, 4, 0.3, true);
+    const auto input = folder / "multi.h5";
+    test::write_10x_h5_v3(input, test::tenx_h5_group(fixture));
+    const auto check = [&](const std::string& options, const std::string& feature_type, const std::string& genome) {
+        const auto out = (folder / "out.h5ad").string();
+        const auto result = run_command(cli + " convert " + shell_quote(input.string()) + " " + shell_quote(out) + " " +
+                                        options + " 2>&1");
+        ASSERT_EQ(result.exit_code, 0) << options << ": " << result.output;
+        std::string ids;
+        for (const auto feature : test::kept_features(fixture, feature_type, genome))
+            ids += (ids.empty() ? "" : ",") + fixture.feature_ids[static_cast<std::size_t>(feature)];
+        const auto read = test::run_python(R"(
+import sys, warnings
+import anndata
+warnings.simplefilter("ignore")
+adata = anndata.read_h5ad(sys.argv[1])
+assert ",".join(adata.var["gene_ids"]) == sys.argv[2], (list(adata.var["gene_ids"]), sys.argv[2])
+assert adata.var_names.is_unique
+)",
+                                           {out, ids});
+        EXPECT_EQ(read.exit_code, 0) << options << ": " << read.output;
+    };
+    check("", "Gene Expression", "");
+    check("--feature-types ''", "", "");
+    check("--feature-types 'Antibody Capture'", "Antibody Capture", "");
+    check("--feature-types '' --genome mm10", "", "mm10");
 }
 
 }  // namespace
