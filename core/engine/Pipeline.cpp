@@ -439,8 +439,15 @@ void run_pipeline(Engine::State& state, const PipelineSettings& settings, JobCon
     cache.deactivate();
     cache.settings = settings;
     cache.warnings.clear();
-    // Scanpy runs its recipes on any X; so does the engine, and says when the recipe
-    // contradicts what X holds (matrix_content.hpp).
+    // Negative values: the recipes' log1p gives NaN (Scanpy's PCA then fails on them).
+    if (settings.recipe != Recipe::None &&
+        (data->content.content == MatrixContent::Scaled || data->content.content == MatrixContent::Other))
+        throw std::invalid_argument(std::string("recipe ") + recipe_definition(settings.recipe).name +
+                                    " needs non-negative counts, and X holds negative values (X looks " +
+                                    matrix_content_name(data->content.content) + ": " + data->content.evidence +
+                                    "): its log1p would give NaN; choose recipe none for processed data");
+    // Otherwise Scanpy runs its recipes on any X; so does the engine, and says when the
+    // recipe contradicts what X holds (matrix_content.hpp).
     if (std::string warning = recipe_content_warning(settings.recipe, data->content); !warning.empty())
         cache.warnings.push_back(std::move(warning));
     auto& clock = cache.clock;

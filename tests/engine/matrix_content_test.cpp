@@ -5,7 +5,10 @@
 #include <cmath>
 #include <random>
 
+#include "core/engine/Engine.hpp"
 #include "core/engine/matrix_content.hpp"
+#include "tests/engine/engine_jobs.hpp"
+#include "tests/support/paths.hpp"
 
 namespace fathom {
 namespace {
@@ -117,6 +120,32 @@ TEST(MatrixContent, RecipeThatFitsAndWarnings) {
     EXPECT_EQ(recipe_content_warning(Recipe::Zheng17, report).rfind("X holds non-integer values: Zheng17 expects raw counts", 0),
               0u);
     EXPECT_EQ(recipe_content_warning(Recipe::None, report).rfind("X looks like counts (non-integer counts: ", 0), 0u);
+}
+
+// Scanpy's processed pbmc68k_reduced (X scaled): what the engine says it holds, a recipe
+// refused with the reason (its log1p of negative values gives NaN), recipe none without
+// a warning.
+TEST(MatrixContent, ScaledXOpensAsScaledAndRefusesTheRecipes) {
+    const auto path = test::shared_data("scanpy_pbmc68k_reduced/10x_pbmc68k_reduced.h5ad");
+    FATHOM_REQUIRE_PATH(path);
+    Engine engine(EngineConfig{"cpu:2"});
+    ASSERT_EQ(test::finish(engine.open(path.string())).state, JobState::Succeeded);
+    const auto& content = engine.snapshot()->dataset->content;
+    EXPECT_EQ(content.content, MatrixContent::Scaled) << content.evidence;
+    PipelineSettings settings;
+    settings.run_neighbors = settings.run_umap = settings.run_leiden = settings.run_markers = false;
+    settings.pca.num_components = 10;
+    const auto refused = test::finish(engine.run(settings));
+    EXPECT_EQ(refused.state, JobState::Failed);
+    EXPECT_EQ(refused.failure, FailureKind::Option);
+    EXPECT_NE(refused.message.find("recipe zheng17 needs non-negative counts, and X holds negative values (X looks scaled: "
+                                   "negative values; per-gene means near 0"),
+              std::string::npos)
+        << refused.message;
+    settings.recipe = Recipe::None;
+    const auto ran = test::finish(engine.run(settings));
+    ASSERT_EQ(ran.state, JobState::Succeeded) << ran.message;
+    EXPECT_TRUE(engine.snapshot()->warnings.empty());
 }
 
 }  // namespace
