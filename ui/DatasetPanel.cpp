@@ -68,6 +68,7 @@ void DatasetPanel::setSummary(const DatasetSummary* summary) {
         for (QLabel* label : {m_path, m_format, m_cells, m_genes, m_nnz, m_counts, m_names, m_memory, m_devices})
             label->setText(QStringLiteral("–"));
         m_path->setText(tr("no dataset (File > Open, or drop a file here)"));
+        m_shown_path.clear();
         return;
     }
     const QLocale locale(QLocale::English);
@@ -77,7 +78,8 @@ void DatasetPanel::setSummary(const DatasetSummary* summary) {
     m_cells->setText(locale.toString(static_cast<qlonglong>(summary->shape.num_cells)));
     m_genes->setText(locale.toString(static_cast<qlonglong>(summary->shape.num_genes)));
     m_nnz->setText(locale.toString(static_cast<qlonglong>(summary->nnz)));
-    m_counts->setText(summary->integer_counts ? tr("integer counts") : tr("non-integer (processed)"));
+    m_counts->setText(QString::fromUtf8(matrix_content_name(summary->content.content)));
+    m_counts->setToolTip(QString::fromStdString(summary->content.evidence));
     m_names->setText(summary->num_var_names_made_unique > 0
                          ? tr("%1 duplicate gene names made unique")
                                .arg(locale.toString(static_cast<qlonglong>(summary->num_var_names_made_unique)))
@@ -101,6 +103,11 @@ void DatasetPanel::setSummary(const DatasetSummary* summary) {
     auto* obsm = new QTreeWidgetItem(m_columns, {QStringLiteral("obsm (%1)").arg(summary->obsm_keys.size())});
     for (const std::string& key : summary->obsm_keys) new QTreeWidgetItem(obsm, {QString::fromStdString(key)});
     obsm->setExpanded(true);
+    const QString path = QString::fromStdString(summary->path);
+    if (path != m_shown_path) {
+        m_shown_path = path;
+        emit datasetOpened(summary->content.content);
+    }
 }
 
 QString DatasetPanel::value(const QString& key) const {

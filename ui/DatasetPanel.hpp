@@ -1,7 +1,10 @@
 #pragma once
 /// Summary of the open dataset: file, format, cells, genes, nnz, memory, devices and the
 /// obs / var columns and obsm keys (from the engine's DatasetSummary).
+#include <QString>
 #include <QWidget>
+
+#include "core/engine/matrix_content.hpp"
 
 namespace fathom {
 struct DatasetSummary;
@@ -23,7 +26,13 @@ public:
     /// "memory", "devices").
     QString value(const QString& key) const;
 
+signals:
+    /// A summary of another file than the one shown before: what its X holds (for the
+    /// pipeline panel's recipe pre-choice, PipelinePanel::suggestRecipe).
+    void datasetOpened(fathom::MatrixContent content);
+
 private:
+    QString m_shown_path;  ///< the file of the summary shown, to tell a new dataset
     QLabel* m_path = nullptr;
     QLabel* m_format = nullptr;
     QLabel* m_cells = nullptr;

@@ -474,6 +474,7 @@ void MainWindow::buildDocks() {
     left->setMinimumWidth(290);
     addDockWidget(Qt::LeftDockWidgetArea, left);
     connect(d->pipeline, &PipelinePanel::runRequested, this, [this] { runPipeline(); });
+    connect(d->dataset, &DatasetPanel::datasetOpened, d->pipeline, &PipelinePanel::suggestRecipe);
     connect(d->pipeline, &PipelinePanel::cancelRequested, this, &MainWindow::cancelJobs);
 
     d->filter = new FilterPanel([this] { return d->engine.get(); }, d->plot, this);

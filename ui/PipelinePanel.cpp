@@ -123,6 +123,15 @@ PipelineSettings PipelinePanel::settings() const {
     return settings;
 }
 
+void PipelinePanel::suggestRecipe(MatrixContent content) {
+    // Only a recipe that contradicts X changes (seurat stays on counts).
+    PipelineSettings current = settings();
+    const Recipe fits = suggested_recipe(content);
+    if ((fits == Recipe::None) == (current.recipe == Recipe::None)) return;
+    current.recipe = fits;
+    setSettings(current);
+}
+
 void PipelinePanel::setSettings(const PipelineSettings& settings) {
     const auto& schema = pipeline_settings_schema();
     for (const Field& field : m_fields) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/engine/PipelineSettings.hpp"
+#include "core/engine/matrix_content.hpp"
 
 class QLabel;
 class QPushButton;
@@ -29,6 +30,10 @@ public:
     void setSettings(const PipelineSettings& settings);
     /// Restores every field to PipelineSettings{}.
     void resetToDefaults();
+    /// Pre-chooses the recipe that fits what X holds (suggested_recipe: zheng17 for
+    /// counts, none for log-normalised or scaled data) when the chosen one contradicts
+    /// it (seurat stays on counts); the other fields stay.
+    void suggestRecipe(fathom::MatrixContent content);
     /// The device list for EngineConfig::devices ("cpu:1", "cpu:4", "cuda:0,1", ...).
     QString devices() const;
     void setDevices(const QString& devices);

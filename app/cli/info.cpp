@@ -7,6 +7,8 @@
 
 #include "app/cli/commands.hpp"
 #include "app/cli/read_options.hpp"
+#include "core/engine/matrix_content.hpp"
+#include "core/engine/settings_schema.hpp"
 #include "core/io/RowSource.hpp"
 
 namespace fathom::cli {
@@ -66,6 +68,10 @@ void add_info_command(CLI::App& app, int& exit_code) {
             io::OpenedDataset opened = io::open_dataset(*path, io_read_options(*args));
             const Dataset& meta = opened.meta;
             const bool integer = meta.integer_counts_known ? meta.integer_counts : scan_integer_counts(*opened.source);
+            // What X holds, from the first cells (as the engine decides it at open).
+            MatrixContentScan scan(meta.shape.num_genes);
+            if (meta.shape.num_cells > 0) scan.add(opened.source->read_rows(0, std::min<std::int64_t>(meta.shape.num_cells, 2000)));
+            const MatrixContentReport content = scan.report(integer);
             const double density =
                 meta.shape.num_cells && meta.shape.num_genes
                     ? static_cast<double>(meta.nnz) / (static_cast<double>(meta.shape.num_cells) * meta.shape.num_genes)
@@ -78,7 +84,8 @@ void add_info_command(CLI::App& app, int& exit_code) {
                       << value_type_name(meta.stored_type) << ")\n"
                       << "shape: " << meta.shape.num_cells << " cells x " << meta.shape.num_genes << " genes\n"
                       << "nnz: " << meta.nnz << " (density " << std::setprecision(4) << density * 100.0 << "%)\n"
-                      << "values: " << (integer ? "integer counts" : "non-integer (normalised or scaled)") << "\n"
+                      << "values: " << matrix_content_name(content.content) << " (" << content.evidence
+                      << "); recipe that fits: " << recipe_definition(suggested_recipe(content.content)).name << "\n"
                       << "memory (CSR shards): " << human_bytes(csr_bytes) << "\n";
             if (meta.num_var_names_made_unique > 0)
                 std::cout << "var names: " << meta.num_var_names_made_unique

@@ -295,6 +295,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
                 nlohmann::json shards = nlohmann::json::array();
                 for (const auto& name : opened->devices) shards.push_back(name);
                 report["shards"] = shards;
+                if (!opened->open_note.empty() && lead) std::cerr << "fathom-cli: " << opened->open_note << "\n";
                 if (opened->num_var_names_made_unique > 0 && lead)
                     std::cerr << "fathom-cli: " << opened->num_var_names_made_unique
                               << " duplicate gene names made unique (--keep-duplicate-names keeps them)\n";

@@ -207,6 +207,196 @@ double student_t_two_sided_pvalue(double t, double dof) {
 
 double normal_two_sided_pvalue(double z) { return std::erfc(std::abs(z) / std::numbers::sqrt2); }
 
+namespace {
+
+/// NumPy's float ordering: NaN after every number.
+inline bool numpy_less(double a, double b) { return a < b || (b != b && a == a); }
+
+int msb(std::int64_t value) {
+    int depth = 0;
+    while (value >>= 1) ++depth;
+    return depth;
+}
+
+/// numpy/core/src/npysort/selection.cpp (1.24), arg variant: dumb_select_.
+void dumb_select(const double* v, std::int64_t* tosort, std::int64_t num, std::int64_t kth) {
+    for (std::int64_t i = 0; i <= kth; ++i) {
+        std::int64_t min_index = i;
+        double min_value = v[tosort[i]];
+        for (std::int64_t k = i + 1; k < num; ++k)
+            if (numpy_less(v[tosort[k]], min_value)) {
+                min_index = k;
+                min_value = v[tosort[k]];
+            }
+        std::swap(tosort[i], tosort[min_index]);
+    }
+}
+
+/// introselect_ (arg variant, no pivot stack: np.argpartition with one kth).
+void introselect(const double* v, std::int64_t* tosort, std::int64_t num, std::int64_t kth) {
+    std::int64_t low = 0, high = num - 1;
+    if (kth - low < 3) {
+        dumb_select(v, tosort + low, high - low + 1, kth - low);
+        return;
+    }
+    if (kth == num - 1) {
+        // The maximum to the end (NumPy's shortcut for floats).
+        std::int64_t max_index = low;
+        double max_value = v[tosort[low]];
+        for (std::int64_t k = low + 1; k < num; ++k)
+            if (!numpy_less(v[tosort[k]], max_value)) {  // the last of equal maxima
+                max_index = k;
+                max_value = v[tosort[k]];
+            }
+        std::swap(tosort[kth], tosort[max_index]);
+        return;
+    }
+    for (; low + 1 < high;) {
+        std::int64_t ll = low + 1, hh = high;
+        // median3_swap_
+        const std::int64_t mid = low + (high - low) / 2;
+        if (numpy_less(v[tosort[high]], v[tosort[mid]])) std::swap(tosort[high], tosort[mid]);
+        if (numpy_less(v[tosort[high]], v[tosort[low]])) std::swap(tosort[high], tosort[low]);
+        if (numpy_less(v[tosort[low]], v[tosort[mid]])) std::swap(tosort[low], tosort[mid]);
+        std::swap(tosort[mid], tosort[low + 1]);
+        // unguarded_partition_
+        const double pivot = v[tosort[low]];
+        for (;;) {
+            do ++ll;
+            while (numpy_less(v[tosort[ll]], pivot));
+            do --hh;
+            while (numpy_less(pivot, v[tosort[hh]]));
+            if (hh < ll) break;
+            std::swap(tosort[ll], tosort[hh]);
+        }
+        std::swap(tosort[low], tosort[hh]);
+        if (hh >= kth) high = hh - 1;
+        if (hh <= kth) low = ll;
+    }
+    if (low + 1 == high && numpy_less(v[tosort[high]], v[tosort[low]])) std::swap(tosort[high], tosort[low]);
+}
+
+/// numpy/core/src/npysort/heapsort.cpp (1.24): aheapsort_.
+void aheapsort(const double* v, std::int64_t* tosort, std::int64_t n) {
+    std::int64_t* a = tosort - 1;  // 1-based heap
+    std::int64_t i = 0, j = 0, tmp = 0;
+    for (std::int64_t l = n >> 1; l > 0; --l) {
+        tmp = a[l];
+        for (i = l, j = l << 1; j <= n;) {
+            if (j < n && numpy_less(v[a[j]], v[a[j + 1]])) j += 1;
+            if (numpy_less(v[tmp], v[a[j]])) {
+                a[i] = a[j];
+                i = j;
+                j += j;
+            } else {
+                break;
+            }
+        }
+        a[i] = tmp;
+    }
+    for (; n > 1;) {
+        tmp = a[n];
+        a[n] = a[1];
+        n -= 1;
+        for (i = 1, j = 2; j <= n;) {
+            if (j < n && numpy_less(v[a[j]], v[a[j + 1]])) j++;
+            if (numpy_less(v[tmp], v[a[j]])) {
+                a[i] = a[j];
+                i = j;
+                j += j;
+            } else {
+                break;
+            }
+        }
+        a[i] = tmp;
+    }
+}
+
+/// numpy/core/src/npysort/quicksort.cpp (1.24): aquicksort_ (np.argsort's default).
+void aquicksort(const double* v, std::int64_t* tosort, std::int64_t num) {
+    constexpr std::int64_t small_quicksort = 16;
+    std::int64_t* pl = tosort;
+    std::int64_t* pr = tosort + num - 1;
+    std::vector<std::int64_t*> stack;
+    std::vector<int> depths;
+    int depth = msb(num) * 2;
+    for (;;) {
+        if (depth < 0) {
+            aheapsort(v, pl, pr - pl + 1);
+        } else {
+            while ((pr - pl) > small_quicksort) {
+                std::int64_t* pm = pl + ((pr - pl) >> 1);
+                if (numpy_less(v[*pm], v[*pl])) std::swap(*pm, *pl);
+                if (numpy_less(v[*pr], v[*pm])) std::swap(*pr, *pm);
+                if (numpy_less(v[*pm], v[*pl])) std::swap(*pm, *pl);
+                const double vp = v[*pm];
+                std::int64_t* pi = pl;
+                std::int64_t* pj = pr - 1;
+                std::swap(*pm, *pj);
+                for (;;) {
+                    do ++pi;
+                    while (numpy_less(v[*pi], vp));
+                    do --pj;
+                    while (numpy_less(vp, v[*pj]));
+                    if (pi >= pj) break;
+                    std::swap(*pi, *pj);
+                }
+                std::swap(*pi, *(pr - 1));
+                if (pi - pl < pr - pi) {
+                    stack.push_back(pi + 1);
+                    stack.push_back(pr);
+                    pr = pi - 1;
+                } else {
+                    stack.push_back(pl);
+                    stack.push_back(pi - 1);
+                    pl = pi + 1;
+                }
+                depths.push_back(--depth);
+            }
+            for (std::int64_t* pi = pl + 1; pi <= pr; ++pi) {
+                const std::int64_t vi = *pi;
+                const double vp = v[vi];
+                std::int64_t* pj = pi;
+                std::int64_t* pk = pi - 1;
+                while (pj > pl && numpy_less(vp, v[*pk])) *pj-- = *pk--;
+                *pj = vi;
+            }
+        }
+        if (stack.empty()) break;
+        pr = stack.back();
+        stack.pop_back();
+        pl = stack.back();
+        stack.pop_back();
+        depth = depths.back();
+        depths.pop_back();
+    }
+}
+
+}  // namespace
+
+std::vector<std::int32_t> numpy_select_top_n(std::span<const double> scores, std::int64_t n_top) {
+    const auto num = static_cast<std::int64_t>(scores.size());
+    n_top = std::clamp<std::int64_t>(n_top, 0, num);
+    if (n_top == 0) return {};
+    // partition = np.argpartition(scores, -n_top)[-n_top:]
+    std::vector<std::int64_t> tosort(static_cast<std::size_t>(num));
+    std::iota(tosort.begin(), tosort.end(), 0);
+    introselect(scores.data(), tosort.data(), num, num - n_top);
+    const std::vector<std::int64_t> partition(tosort.end() - n_top, tosort.end());
+    // partial_indices = np.argsort(scores[partition])[::-1]
+    std::vector<double> selected(static_cast<std::size_t>(n_top));
+    for (std::int64_t index = 0; index < n_top; ++index)
+        selected[static_cast<std::size_t>(index)] = scores[static_cast<std::size_t>(partition[static_cast<std::size_t>(index)])];
+    std::vector<std::int64_t> order(static_cast<std::size_t>(n_top));
+    std::iota(order.begin(), order.end(), 0);
+    aquicksort(selected.data(), order.data(), n_top);
+    std::vector<std::int32_t> out;
+    out.reserve(static_cast<std::size_t>(n_top));
+    for (auto position = order.rbegin(); position != order.rend(); ++position)
+        out.push_back(static_cast<std::int32_t>(partition[static_cast<std::size_t>(*position)]));
+    return out;
+}
+
 std::vector<double> benjamini_hochberg(std::span<const double> pvals) {
     const std::size_t count = pvals.size();
     std::vector<std::size_t> order(count);
@@ -542,15 +732,12 @@ RankGenesGroupsResult rank_genes_groups(const ShardSet& values, const Standardiz
             for (std::size_t gene = 0; gene < group_pvals.size(); ++gene)
                 adjusted[gene] = std::min(group_pvals[gene] * static_cast<double>(genes), 1.0);
         }
-        // scanpy's _select_top_n sorts the float64 scores (rounded to float32 only when
-        // stored); among exactly equal scores this keeps gene order.
-        std::vector<std::int32_t> order(static_cast<std::size_t>(genes));
-        std::iota(order.begin(), order.end(), 0);
-        auto key = [&](std::int32_t gene) {
-            const double score = group_scores[static_cast<std::size_t>(gene)];
-            return options.rankby_abs ? std::abs(score) : score;
-        };
-        std::stable_sort(order.begin(), order.end(), [&](std::int32_t a, std::int32_t b) { return key(a) > key(b); });
+        // scanpy's _select_top_n on the float64 scores (rounded to float32 only when
+        // stored), with NumPy's partition and sort orders among equal scores.
+        std::vector<double> keys(group_scores.begin(), group_scores.end());
+        if (options.rankby_abs)
+            for (auto& key : keys) key = std::abs(key);
+        const std::vector<std::int32_t> order = detail::numpy_select_top_n(keys, keep);
         GroupMarkers markers;
         markers.name = group_names[static_cast<std::size_t>(group)];
         markers.num_cells = moments.group_sizes[static_cast<std::size_t>(group)];

@@ -9,6 +9,7 @@ const char* format_name(DatasetFormat format) noexcept {
         case DatasetFormat::TenxH5V2: return "10x-h5 (v2)";
         case DatasetFormat::MatrixMarketFolder: return "10x-mtx";
         case DatasetFormat::MatrixMarketFile: return "mtx";
+        case DatasetFormat::Loom: return "loom";
     }
     return "unknown";
 }

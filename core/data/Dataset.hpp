@@ -12,9 +12,9 @@
 namespace fathom {
 
 /// On-disk formats Fathom reads.
-enum class DatasetFormat { H5ad, TenxH5V3, TenxH5V2, MatrixMarketFolder, MatrixMarketFile };
+enum class DatasetFormat { H5ad, TenxH5V3, TenxH5V2, MatrixMarketFolder, MatrixMarketFile, Loom };
 
-/// "h5ad", "10x-h5 (v3)", "10x-h5 (v2)", "10x-mtx", "mtx".
+/// "h5ad", "10x-h5 (v3)", "10x-h5 (v2)", "10x-mtx", "mtx", "loom".
 const char* format_name(DatasetFormat format) noexcept;
 
 /// How the matrix values are stored in the file.

@@ -17,6 +17,9 @@ namespace fathom {
 
 namespace {
 
+/// Cells whose values decide what X holds (MatrixContentScan).
+constexpr std::int64_t k_content_scan_rows = 2000;
+
 bool all_integer(const ShardSet& shards, JobContext& ctx) {
     bool counts = true;
     for (int index = shards.first_local_shard(); counts && index < shards.first_local_shard() + shards.num_local_shards();
@@ -103,7 +106,7 @@ void write_over_ranks(const std::string& path, const Engine::State& state, const
             for (const CsrShard& block : blocks) emit(block);
             return;
         }
-        io::OpenedDataset reopened = io::open_dataset(data.meta.path, detail::read_options(state.config.read));
+        io::OpenedDataset reopened = io::open_dataset(data.meta.path, detail::read_options(data.read));
         for (const RowRange& range : data.stream_layout.local())
             for (std::int64_t begin = range.begin; begin < range.end; begin += detail::k_stream_block_rows) {
                 const std::int64_t end = std::min(range.end, begin + detail::k_stream_block_rows);
@@ -165,8 +168,25 @@ JobHandle Engine::open(std::string path) {
     return state->compute.submit("open", [state, path](JobContext& ctx) {
         state->begin_step(ctx, "read");
         const DeviceSpec devices = DeviceSpec::parse(state->config.devices);
-        io::OpenedDataset opened = io::open_dataset(path, detail::read_options(state->config.read));
+        DatasetReadOptions read = state->config.read;
+        io::OpenedDataset opened = io::open_dataset(path, detail::read_options(read));
+        std::string absent_x_note;
+        if (opened.meta.format == DatasetFormat::H5ad && opened.meta.matrix_layout == "none") {
+            // anndata X = None: analyse raw/X when the file has one, else say what to choose.
+            read.matrix = "raw";
+            try {
+                opened = io::open_dataset(path, detail::read_options(read));
+            } catch (const io::FormatError& error) {
+                if (error.object() != "/raw/X") throw;
+                throw io::FormatError(path, "/X",
+                                      "absent (anndata X = None), and the file has no raw/X: nothing to analyse "
+                                      "(choose a layer: --layer NAME)");
+            }
+            absent_x_note = "X is absent (anndata X = None): analysing raw/X";
+        }
         auto data = std::make_shared<detail::LoadedData>();
+        data->read = read;
+        data->open_note = absent_x_note;
         std::uint64_t clock = state->cache.clock;  // versions keep increasing across datasets
         data->devices = devices;
         std::vector<std::int64_t> offsets = opened.source->row_offsets();
@@ -215,6 +235,15 @@ JobHandle Engine::open(std::string path) {
             });
         }
 
+        // What X holds: the first cells' values (the same rows on every rank), with the
+        // integer test over the whole matrix.
+        {
+            MatrixContentScan scan(data->meta.shape.num_genes);
+            const std::int64_t rows = std::min<std::int64_t>(data->meta.shape.num_cells, k_content_scan_rows);
+            if (rows > 0) scan.add(opened.source->read_rows(0, rows));
+            data->content = scan.report(data->integer_counts);
+        }
+
         // The new dataset's steps start from its QC's version.
         state->cache.clear();
         state->cache.clock = clock;
@@ -233,7 +262,7 @@ JobHandle Engine::run(PipelineSettings settings) {
     auto state = m_state;
     return state->compute.submit("pipeline", [state, settings](JobContext& ctx) {
         // The out-of-core pipeline reads the file again with the default read options.
-        if (const auto data = state->loaded(); data && data->streamed && !(state->config.read == DatasetReadOptions{}))
+        if (const auto data = state->loaded(); data && data->streamed && !(data->read == DatasetReadOptions{}))
             throw std::invalid_argument("EngineConfig::read: the out-of-core pipeline reads the file with the default "
                                         "read options only, and this streamed dataset was opened with others (raise "
                                         "EngineConfig::memory_budget_bytes to load it)");
@@ -306,7 +335,7 @@ JobHandle Engine::export_h5ad(std::string path, bool include_matrix) {
         if (include_matrix) {
             // X = the raw counts of the analysed cells, streamed again from the file so
             // that no second copy of the matrix is made.
-            io::OpenedDataset reopened = io::open_dataset(data->meta.path, detail::read_options(state->config.read));
+            io::OpenedDataset reopened = io::open_dataset(data->meta.path, detail::read_options(data->read));
             detail::SelectedRowsSource rows(std::move(reopened.source), snapshot->cells);
             io::write_h5ad(path, out, &rows, options, &ctx);
         } else {

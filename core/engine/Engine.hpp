@@ -16,6 +16,7 @@
 
 #include "core/data/Dataset.hpp"
 #include "core/data/Table.hpp"
+#include "core/engine/matrix_content.hpp"
 #include "core/engine/Job.hpp"
 #include "core/engine/Pending.hpp"
 #include "core/engine/PipelineSettings.hpp"
@@ -87,6 +88,12 @@ struct DatasetSummary {
     MatrixShape shape;
     std::int64_t nnz = 0;
     bool integer_counts = false;
+    /// What X holds and how that was decided (raw counts, log-normalised, scaled, ...).
+    MatrixContentReport content;
+    std::string matrix_name;        ///< the matrix analysed: "X", "raw/X", "layers/<name>", "/matrix", ...
+    /// What opening the file chose that the user did not ask for (e.g. "X is absent
+    /// (anndata X = None): analysing raw/X"); empty when nothing.
+    std::string open_note;
     /// Repeated var names renamed at open (DatasetReadOptions::make_var_names_unique).
     std::int64_t num_var_names_made_unique = 0;
     std::int64_t memory_bytes = 0;  ///< CSR shards in memory

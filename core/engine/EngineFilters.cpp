@@ -65,7 +65,7 @@ std::vector<GeneColumnCache::Column> cached_gene_columns(const LoadedData& data,
     if (data.streamed) {
         // Out-of-core: one pass over the file for every missing gene, then LogNorm with
         // the cell totals of the streamed QC (the in-memory path's formula).
-        io::ReadOptions read = read_options(config.read);
+        io::ReadOptions read = read_options(data.read);
         read.read_annotations = false;  // obsm / varm / uns are not needed again
         io::OpenedDataset reopened = io::open_dataset(data.meta.path, read);
         fetched = stream_gene_columns(*reopened.source, data.row_offsets, missing, config.stream_block_nnz, ctx,

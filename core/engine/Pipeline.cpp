@@ -450,16 +450,17 @@ void run_pipeline(Engine::State& state, const PipelineSettings& settings, JobCon
     cache.deactivate();
     cache.settings = settings;
     cache.warnings.clear();
-    // Scanpy runs its recipes on any X; so does the engine, and says what it found.
-    if (settings.recipe != Recipe::None && !data->integer_counts)
-        cache.warnings.push_back(std::string("X holds non-integer values: ") +
-                                 (settings.recipe == Recipe::Zheng17 ? "Zheng17" : "Seurat") +
-                                 " expects raw counts (recipe " + recipe_definition(settings.recipe).name +
-                                 " ran on X as stored, as Scanpy runs it)");
-    if (settings.recipe == Recipe::None && data->integer_counts)
-        cache.warnings.push_back("X holds raw integer counts, and recipe none runs PCA on them as they are "
-                                 "(no normalisation, log or gene selection): choose recipe zheng17 or seurat "
-                                 "unless X is meant to be used as stored");
+    // Negative values: the recipes' log1p gives NaN (Scanpy's PCA then fails on them).
+    if (settings.recipe != Recipe::None &&
+        (data->content.content == MatrixContent::Scaled || data->content.content == MatrixContent::Other))
+        throw std::invalid_argument(std::string("recipe ") + recipe_definition(settings.recipe).name +
+                                    " needs non-negative counts, and X holds negative values (X looks " +
+                                    matrix_content_name(data->content.content) + ": " + data->content.evidence +
+                                    "): its log1p would give NaN; choose recipe none for processed data");
+    // Otherwise Scanpy runs its recipes on any X; so does the engine, and says when the
+    // recipe contradicts what X holds (matrix_content.hpp).
+    if (std::string warning = recipe_content_warning(settings.recipe, data->content); !warning.empty())
+        cache.warnings.push_back(std::move(warning));
     auto& clock = cache.clock;
     const auto step = [&](PipelineStep which) { state.begin_step(ctx, step_name(which)); };
     const PreprocessOptions preprocess = preprocess_options(settings, *data);
@@ -556,6 +557,9 @@ std::shared_ptr<AnalysisSnapshot> build_snapshot(const Engine::State& state, con
     summary->shape = data.meta.shape;
     summary->nnz = data.meta.nnz;
     summary->integer_counts = data.integer_counts;
+    summary->content = data.content;
+    summary->matrix_name = data.meta.matrix_name;
+    summary->open_note = data.open_note;
     summary->num_var_names_made_unique = data.meta.num_var_names_made_unique;
     summary->memory_bytes = 8 * (data.meta.shape.num_cells + 1) + 8 * data.meta.nnz;
     const auto columns = [](const Table& table) {

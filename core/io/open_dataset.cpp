@@ -126,6 +126,7 @@ OpenedDataset open_dataset(const std::string& path, const ReadOptions& options) 
         case DatasetFormat::TenxH5V2: opened = open_10x_h5(path, options); break;
         case DatasetFormat::MatrixMarketFolder:
         case DatasetFormat::MatrixMarketFile: opened = open_matrix_market(path, options); break;
+        case DatasetFormat::Loom: opened = open_loom(path, options); break;
     }
     require_utf8(path, "obs", opened.meta.obs);
     require_utf8(path, "var", opened.meta.var);

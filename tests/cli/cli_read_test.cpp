@@ -9,6 +9,7 @@
 
 #include "tests/support/paths.hpp"
 #include "tests/support/python.hpp"
+#include "tests/support/tenx_fixtures.hpp"
 
 namespace fathom {
 namespace {
@@ -55,6 +56,12 @@ TEST(CliRead, RecipeOnNonIntegerXRunsAndWarns) {
     const auto json = nlohmann::json::parse(in);
     ASSERT_EQ(json.at("warnings").size(), 1u);
     EXPECT_EQ(json["warnings"][0].get<std::string>().rfind(warning, 0), 0u) << json["warnings"];
+    // info says what X holds and how that was decided.
+    const auto info = run_command(cli + " info " + shell_quote(noninteger_input()) + " 2>&1");
+    ASSERT_EQ(info.exit_code, 0) << info.output;
+    EXPECT_NE(info.output.find("values: non-integer counts (non-negative, not integer, values up to "), std::string::npos)
+        << info.output;
+    EXPECT_NE(info.output.find("recipe that fits: zheng17"), std::string::npos) << info.output;
 }
 
 /// A Matrix Market folder (10x layout, plain text) whose symbols repeat, including a
@@ -117,6 +124,87 @@ assert list(anndata.read_h5ad(sys.argv[1]).var_names) == ["LTB", "CD3E", "LTB", 
 )",
                                        {out});
     EXPECT_EQ(kept.exit_code, 0) << kept.output;
+}
+
+// X absent (anndata X = None): run analyses raw/X and says so; without raw/X it says what
+// to choose. --layer NAME analyses a layer.
+TEST(CliRead, AbsentXUsesRawAndLayerChoosesALayer) {
+    FATHOM_REQUIRE_PYTHON("anndata", "h5py", "scipy");
+    const auto folder = test::temp_dir("cli-read-absent-x");
+    const auto with_raw = folder / "with_raw.h5ad", without_raw = folder / "without_raw.h5ad";
+    const auto written = test::run_python(R"(
+import sys
+import anndata, h5py, numpy as np, pandas as pd, scipy.sparse as sp
+rng = np.random.default_rng(8)
+counts = sp.csr_matrix(rng.poisson(1.5, size=(300, 80)).astype(np.float32))
+obs = pd.DataFrame(index=["c%d" % c for c in range(300)]); var = pd.DataFrame(index=["g%d" % g for g in range(80)])
+adata = anndata.AnnData(X=counts.copy(), obs=obs, var=var, layers={"counts": counts.copy()})
+adata.raw = adata
+adata.write_h5ad(sys.argv[1])
+adata2 = anndata.AnnData(X=counts.copy(), obs=obs, var=var, layers={"counts": counts.copy()})
+adata2.write_h5ad(sys.argv[2])
+for path in sys.argv[1:3]:
+    with h5py.File(path, "a") as f:
+        del f["X"]
+)",
+                                          {with_raw.string(), without_raw.string()});
+    ASSERT_EQ(written.exit_code, 0) << written.output;
+    const auto out = (folder / "out.h5ad").string();
+    auto result = run_command(cli + " run " + shell_quote(with_raw.string()) + " --n-top-genes 20 --n-pcs 5 --out " +
+                              shell_quote(out) + " 2>&1");
+    ASSERT_EQ(result.exit_code, 0) << result.output;
+    EXPECT_NE(result.output.find("fathom-cli: X is absent (anndata X = None): analysing raw/X"), std::string::npos)
+        << result.output;
+    result = run_command(cli + " run " + shell_quote(without_raw.string()) + " --n-top-genes 20 --n-pcs 5 --out " +
+                         shell_quote(out) + " 2>&1");
+    EXPECT_EQ(result.exit_code, 3) << result.output;
+    EXPECT_NE(result.output.find("/X: absent (anndata X = None), and the file has no raw/X: nothing to analyse "
+                                 "(choose a layer: --layer NAME)"),
+              std::string::npos)
+        << result.output;
+    result = run_command(cli + " run " + shell_quote(without_raw.string()) +
+                         " --layer counts --n-top-genes 20 --n-pcs 5 --out " + shell_quote(out) + " 2>&1");
+    ASSERT_EQ(result.exit_code, 0) << result.output;
+    result = run_command(cli + " info " + shell_quote(without_raw.string()) + " --layer counts 2>&1");
+    ASSERT_EQ(result.exit_code, 0) << result.output;
+    EXPECT_NE(result.output.find("matrix: layers/counts"), std::string::npos) << result.output;
+    result = run_command(cli + " info " + shell_quote(without_raw.string()) + " --layer counts --matrix raw 2>&1");
+    EXPECT_EQ(result.exit_code, 2) << result.output;
+    EXPECT_NE(result.output.find("--layer counts and --matrix raw name two matrices"), std::string::npos) << result.output;
+}
+
+// 10x HDF5 with two feature types and two genomes: Gene Expression by default (scanpy's
+// gex_only), --feature-types "" keeps every feature, --genome one genome's; scanpy
+// (anndata) reads the converted files with the same features.
+TEST(CliRead, TenxFeatureTypesAndGenomes) {
+    FATHOM_REQUIRE_PYTHON("anndata");
+    const auto folder = test::temp_dir("cli-read-10x-types");
+    const auto fixture = test::make_tenx_fixture(30, 24, 9, 4, 0.3, true);
+    const auto input = folder / "multi.h5";
+    test::write_10x_h5_v3(input, test::tenx_h5_group(fixture));
+    const auto check = [&](const std::string& options, const std::string& feature_type, const std::string& genome) {
+        const auto out = (folder / "out.h5ad").string();
+        const auto result = run_command(cli + " convert " + shell_quote(input.string()) + " " + shell_quote(out) + " " +
+                                        options + " 2>&1");
+        ASSERT_EQ(result.exit_code, 0) << options << ": " << result.output;
+        std::string ids;
+        for (const auto feature : test::kept_features(fixture, feature_type, genome))
+            ids += (ids.empty() ? "" : ",") + fixture.feature_ids[static_cast<std::size_t>(feature)];
+        const auto read = test::run_python(R"(
+import sys, warnings
+import anndata
+warnings.simplefilter("ignore")
+adata = anndata.read_h5ad(sys.argv[1])
+assert ",".join(adata.var["gene_ids"]) == sys.argv[2], (list(adata.var["gene_ids"]), sys.argv[2])
+assert adata.var_names.is_unique
+)",
+                                           {out, ids});
+        EXPECT_EQ(read.exit_code, 0) << options << ": " << read.output;
+    };
+    check("", "Gene Expression", "");
+    check("--feature-types ''", "", "");
+    check("--feature-types 'Antibody Capture'", "Antibody Capture", "");
+    check("--feature-types '' --genome mm10", "", "mm10");
 }
 
 }  // namespace

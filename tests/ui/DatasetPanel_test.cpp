@@ -4,6 +4,7 @@
 #include "core/engine/Engine.hpp"
 #include "tests/ui/ui_test_support.hpp"
 #include "ui/DatasetPanel.hpp"
+#include "ui/PipelinePanel.hpp"
 
 namespace fathom::ui {
 namespace {
@@ -19,6 +20,39 @@ TEST(DatasetPanel, SaysHowManyDuplicateGeneNamesWereMadeUnique) {
     summary.num_var_names_made_unique = 0;
     panel.setSummary(&summary);
     EXPECT_EQ(panel.value(QStringLiteral("names")), QStringLiteral("as stored"));
+}
+
+// A newly opened file pre-chooses the recipe that fits what its X holds; the same file
+// again (a later snapshot) does not.
+TEST(DatasetPanel, NewDatasetPreChoosesTheRecipeThatFits) {
+    DatasetPanel dataset;
+    PipelinePanel pipeline;
+    QObject::connect(&dataset, &DatasetPanel::datasetOpened, &pipeline, &PipelinePanel::suggestRecipe);
+    DatasetSummary summary;
+    summary.path = "/data/processed.h5ad";
+    summary.content.content = MatrixContent::Scaled;
+    summary.content.evidence = "negative values; per-gene means near 0";
+    dataset.setSummary(&summary);
+    EXPECT_EQ(dataset.value(QStringLiteral("values")), QStringLiteral("scaled"));
+    EXPECT_EQ(pipeline.settings().recipe, Recipe::None);
+    // The user's choice stays while the same file's snapshots follow.
+    PipelineSettings chosen = pipeline.settings();
+    chosen.recipe = Recipe::Zheng17;
+    pipeline.setSettings(chosen);
+    dataset.setSummary(&summary);
+    EXPECT_EQ(pipeline.settings().recipe, Recipe::Zheng17);
+    // Raw counts: a recipe; seurat, when chosen, stays.
+    summary.path = "/data/counts.h5";
+    summary.content.content = MatrixContent::RawCounts;
+    chosen.recipe = Recipe::None;
+    pipeline.setSettings(chosen);
+    dataset.setSummary(&summary);
+    EXPECT_EQ(pipeline.settings().recipe, Recipe::Zheng17);
+    chosen.recipe = Recipe::Seurat;
+    pipeline.setSettings(chosen);
+    summary.path = "/data/other_counts.h5";
+    dataset.setSummary(&summary);
+    EXPECT_EQ(pipeline.settings().recipe, Recipe::Seurat);
 }
 
 }  // namespace

@@ -21,6 +21,7 @@
 #include "core/algo/umap.hpp"
 #include "core/backend/ShardSet.hpp"
 #include "core/data/Dataset.hpp"
+#include "core/engine/matrix_content.hpp"
 #include "core/engine/Engine.hpp"
 #include "core/engine/JobQueue.hpp"
 #include "core/engine/detail/GeneColumnCache.hpp"
@@ -43,6 +44,12 @@ struct LoadedData {
     StepState<QcOptions, QcResult> qc_step;
     const QcResult& qc() const { return *qc_step.result(); }
     bool integer_counts = false;
+    /// How the file was opened (EngineConfig::read, but raw/X where X is absent); every
+    /// later read of the file (export, streamed queries) uses these.
+    DatasetReadOptions read;
+    std::string open_note;  ///< DatasetSummary::open_note
+    /// What X holds (matrix_content.hpp), from the first cells' values and integer_counts.
+    MatrixContentReport content;
     /// Out-of-core: `raw` is empty and the matrix is streamed from meta.path; the first
     /// pass's statistics are kept here.
     bool streamed = false;
