@@ -132,8 +132,9 @@ std::vector<std::string> strings_from(hid_t file_type, std::int64_t count,
 // with the same rules, bounds checked against the file size; a reference to an object
 // that is absent or shorter than the string is refused too. Raw descriptors are
 // reachable for contiguous datasets and for chunked ones filtered by deflate and
-// shuffle only (what h5py and anndata write); other layouts (compact: a few bytes in
-// the object header) and attributes are read without this check.
+// shuffle only (what h5py and anndata write), and for string attributes kept in
+// version 1 or 2 object headers (attribute_raw_data); compact datasets and attributes in
+// dense attribute storage are read without this check.
 
 struct RawFile {
     const unsigned char* image = nullptr;  ///< set_file_image() buffer instead of the file
