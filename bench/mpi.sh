@@ -6,6 +6,9 @@
 # the traffic are the real figures.
 #
 #   bench/mpi.sh [--cells N] [--genes G] [--ranks "1 2 4"] [--graph] [--data DIR]
+#
+# "matrix MiB" is the CSR size of the rank's rows (8 bytes per entry and per row): what
+# it reads of X in each pass (a streamed run reads its rows twice, and again for X).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cli="${FATHOM_CLI:-$root/build/bin/fathom-cli}"
@@ -40,17 +43,29 @@ for n in $ranks; do
 done
 /usr/bin/python3 - "${reports[@]}" <<'PY'
 import json, sys
-print("| ranks | rank | rows | matrix MiB read | peak RSS MiB | MiB sent / received (qc, preprocess, hvg, scale, pca, markers, export) | steps (rank 0 wall s) |")
-print("|---|---|---|---|---|---|---|")
-for path in sys.argv[1:]:
-    report = json.load(open(path))
+reports = [json.load(open(path)) for path in sys.argv[1:]]
+steps = []
+for report in reports:
+    for entry in report["ranks"]:
+        for s in entry["steps"]:
+            if s["step"] not in steps:
+                steps.append(s["step"])
+print(f"MiB sent / received per step: {', '.join(steps)}")
+print()
+print("| ranks | rank | rows | streamed | matrix MiB | peak RSS MiB | MiB sent / received per step | steps (rank 0 wall s) | total s |")
+print("|---|---|---|---|---|---|---|---|---|")
+for report in reports:
     ranks = report["ranks"]
-    times = ", ".join(f"{s['step']} {s['wall_seconds']:.2f}" for s in report["steps"])
+    times = ", ".join(f"{s['step']} {s['wall_seconds']:.1f}" for s in report["steps"])
     for entry in ranks:
         moved = {s["step"]: (s["bytes_sent"], s["bytes_received"]) for s in entry["steps"]}
-        traffic = ", ".join(f"{moved[k][0] / 2**20:.1f}/{moved[k][1] / 2**20:.1f}"
-                            for k in ("qc", "preprocess", "hvg", "scale", "pca", "markers", "export") if k in moved)
+        traffic = ", ".join(f"{moved[k][0] / 2**20:.1f}/{moved[k][1] / 2**20:.1f}" if k in moved else "-" for k in steps)
         rows = entry["rows"]
-        print(f"| {len(ranks)} | {entry['rank']} | [{rows[0]}, {rows[1]}) | {entry['matrix_bytes_read'] / 2**20:.0f} | "
-              f"{entry['peak_rss_bytes'] / 2**20:.0f} | {traffic or '-'} | {times if entry['rank'] == 0 else ''} |")
+        lead = entry["rank"] == 0
+        print(f"| {len(ranks)} | {entry['rank']} | [{rows[0]}, {rows[1]}) | {'yes' if entry.get('streamed') else 'no'} | "
+              f"{entry['matrix_bytes_read'] / 2**20:.0f} | {entry['peak_rss_bytes'] / 2**20:.0f} | "
+              f"{traffic if len(ranks) > 1 else '-'} | {times if lead else ''} | "
+              f"{report['total_wall_seconds']:.0f} |" if lead else
+              f"| {len(ranks)} | {entry['rank']} | [{rows[0]}, {rows[1]}) | {'yes' if entry.get('streamed') else 'no'} | "
+              f"{entry['matrix_bytes_read'] / 2**20:.0f} | {entry['peak_rss_bytes'] / 2**20:.0f} | {traffic} | | |")
 PY
