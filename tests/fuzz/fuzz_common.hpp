@@ -13,10 +13,16 @@
 #include <string>
 
 #include "core/io/RowSource.hpp"
+#include "core/io/detail/input_checks.hpp"
 #include "core/io/errors.hpp"
 #include "core/io/readers.hpp"
 
 namespace fathom::fuzz {
+
+/// The readers refuse what the file declares beyond this (instead of the machine's
+/// memory): scripts/fuzz gives libFuzzer a malloc limit above it, so that only an
+/// allocation the size checks missed is reported as out-of-memory.
+inline constexpr std::uint64_t k_memory_limit_bytes = std::uint64_t{1} << 30;
 
 /// A scratch folder of this process (libFuzzer forks workers: one each).
 inline const std::filesystem::path& scratch() {
@@ -39,6 +45,7 @@ inline void write_file(const std::filesystem::path& path, const std::uint8_t* da
 /// a sanitizer report, or an exception of another type (abort).
 template <typename Open>
 void read_everything(Open&& open) {
+    io::detail::set_memory_limit_for_checks(k_memory_limit_bytes);
     try {
         io::OpenedDataset opened = open();
         const std::int64_t cells = opened.meta.shape.num_cells;

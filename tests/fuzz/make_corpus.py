@@ -458,6 +458,29 @@ def heap_cases(c):
             c.add(name, "any", f"global heap collection {number}: {key}")
 
 
+def local_heap_cases(c):
+    """Corrupted local heaps (link names of old-style groups)."""
+    seed = c.path("local-heap-seed.tmp")
+    write_h5ad(seed)
+    raw = open(seed, "rb").read()
+    os.remove(seed)
+    heaps = [i for i in range(len(raw)) if raw.startswith(b"HEAP", i)]
+    for number, at in enumerate(heaps[:3]):
+        edits = {
+            "data-size-huge": lambda b, at=at: struct.pack_into("<Q", b, at + 8, 2**40),
+            "data-address-huge": lambda b, at=at: struct.pack_into("<Q", b, at + 24, 2**40),
+            "data-address-end": lambda b, at=at: struct.pack_into("<Q", b, at + 24, len(raw) - 8),
+            "free-list": lambda b, at=at: struct.pack_into("<Q", b, at + 16, 2**30),
+            "signature": lambda b, at=at: b.__setitem__(slice(at, at + 4), b"HEAQ"),
+        }
+        for key, edit in edits.items():
+            data = bytearray(raw)
+            edit(data)
+            name = f"local-heap{number}-{key}.h5ad"
+            open(c.path(name), "wb").write(bytes(data))
+            c.add(name, "reject", f"local heap {number}: {key}")
+
+
 def tenx_cases(c):
     for version in (3, 2):
         group = "matrix" if version == 3 else "GRCh38"
@@ -670,7 +693,7 @@ def main(argv):
     os.makedirs(out)
     corpus = Corpus(out)
     rng = random.Random(20261206)
-    for make in (h5ad_cases, heap_cases, tenx_cases, mtx_cases, special_cases):
+    for make in (h5ad_cases, heap_cases, local_heap_cases, tenx_cases, mtx_cases, special_cases):
         make(corpus)
     mutation_cases(corpus, rng)
     cases = corpus.cases

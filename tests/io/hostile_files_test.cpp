@@ -147,6 +147,23 @@ open(path, "wb").write(bytes(raw))
     EXPECT_NE(message.find(path.string()), std::string::npos) << message;
 }
 
+TEST_F(HostileFiles, LocalHeapOutsideTheFileIsRefusedBeforeLibhdf5ReadsIt) {
+    // The root group's link names: a data segment declared past the end of the file
+    // made libhdf5 1.10 copy from a null buffer (found by fuzz_h5ad).
+    const auto path = file("local-heap.h5ad");
+    write_with_python(path, R"PY(
+import struct
+mc.write_h5ad(path)
+raw = bytearray(open(path, "rb").read())
+at = raw.index(b"HEAP")
+struct.pack_into("<Q", raw, at + 24, len(raw) - 8)
+open(path, "wb").write(bytes(raw))
+)PY");
+    const std::string message = refusal<io::FormatError>(path);
+    EXPECT_NE(message.find("local heap (link names)"), std::string::npos) << message;
+    EXPECT_NE(message.find(path.string()), std::string::npos) << message;
+}
+
 // ---------------------------------------------------------------- uns
 
 TEST_F(HostileFiles, UnsHardLinkCycleIsRefused) {

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <array>
 #include <cerrno>
 #include <functional>
@@ -132,8 +133,9 @@ std::vector<std::string> strings_from(hid_t file_type, std::int64_t count,
 // with the same rules, bounds checked against the file size; a reference to an object
 // that is absent or shorter than the string is refused too. Raw descriptors are
 // reachable for contiguous datasets and for chunked ones filtered by deflate and
-// shuffle only (what h5py and anndata write); other layouts (compact: a few bytes in
-// the object header) and attributes are read without this check.
+// shuffle only (what h5py and anndata write), and for string attributes kept in
+// version 1 or 2 object headers (attribute_raw_data); compact datasets and attributes in
+// dense attribute storage are read without this check.
 
 struct RawFile {
     const unsigned char* image = nullptr;  ///< set_file_image() buffer instead of the file
@@ -343,21 +345,22 @@ void check_string_heaps(const File& file, const std::string& object, hid_t datas
     check_descriptors(file, object, raw, *descriptors, count, offset, "string");
 }
 
-/// The raw data of attribute `name` of `object`, found by walking its object header
-/// (version 1 and 2 headers and their continuation blocks; attributes kept in dense
-/// storage are not found). nullopt when not found or its datatype is shared; throws
-/// when the header itself is inconsistent.
-std::optional<std::vector<unsigned char>> attribute_raw_data(const File& file, const std::string& object,
-                                                             const std::string& name, const RawFile& raw) {
+/// Calls `visit(type, data, size)` for each message of the object header of `object`
+/// (version 1 and 2 headers and their continuation blocks) until it returns true.
+/// Returns false when the header could not be located or has an unknown version;
+/// throws FormatError when the header is inconsistent (blocks past the end of the
+/// file, messages overrunning their block).
+template <typename Visit>
+bool walk_header(const File& file, const std::string& object, const RawFile& raw, Visit&& visit) {
 #if H5_VERSION_GE(1, 12, 0)
     H5O_info2_t info;
-    if (H5Oget_info_by_name3(file.id(), object.c_str(), &info, H5O_INFO_BASIC, H5P_DEFAULT) < 0) return std::nullopt;
+    if (H5Oget_info_by_name3(file.id(), object.c_str(), &info, H5O_INFO_BASIC, H5P_DEFAULT) < 0) return false;
     haddr_t address = HADDR_UNDEF;
-    if (H5VLnative_token_to_addr(file.id(), info.token, &address) < 0) return std::nullopt;
+    if (H5VLnative_token_to_addr(file.id(), info.token, &address) < 0) return false;
     const std::uint64_t header = address;
 #else
     H5O_info_t info;
-    if (H5Oget_info_by_name2(file.id(), object.c_str(), &info, H5O_INFO_BASIC, H5P_DEFAULT) < 0) return std::nullopt;
+    if (H5Oget_info_by_name2(file.id(), object.c_str(), &info, H5O_INFO_BASIC, H5P_DEFAULT) < 0) return false;
     const std::uint64_t header = info.addr;
 #endif
     const std::string where = "object header at address " + std::to_string(header);
@@ -368,7 +371,7 @@ std::optional<std::vector<unsigned char>> attribute_raw_data(const File& file, c
         bool v2;
     };
     std::vector<Block> blocks;
-    bool v2 = std::memcmp(prefix, "OHDR", 4) == 0;
+    const bool v2 = std::memcmp(prefix, "OHDR", 4) == 0;
     bool creation_order = false;
     if (v2) {
         if (!raw.read(header, 32, prefix)) file.fail(object, where + " cannot be read");
@@ -379,7 +382,7 @@ std::optional<std::vector<unsigned char>> attribute_raw_data(const File& file, c
         const std::uint64_t chunk = decode_le(prefix + position, size_bytes);
         blocks.push_back({header + position + size_bytes, chunk, true});
     } else {
-        if (prefix[0] != 1) return std::nullopt;
+        if (prefix[0] != 1) return false;
         blocks.push_back({header + 16, decode_le(prefix + 8, 4), false});
     }
     std::vector<unsigned char> bytes;
@@ -404,28 +407,62 @@ std::optional<std::vector<unsigned char>> attribute_raw_data(const File& file, c
             const std::size_t data = position + message_header;
             if (size > end - data) file.fail(object, where + ": a message overruns its block (corrupt file)");
             const unsigned char* message = bytes.data() + data;
-            if (type == 0x10 && size >= raw.sizeof_addr + raw.sizeof_size) {  // continuation
+            if (type == 0x10 && size >= raw.sizeof_addr + raw.sizeof_size)  // continuation
                 blocks.push_back({decode_le(message, raw.sizeof_addr), decode_le(message + raw.sizeof_addr, raw.sizeof_size),
                                   current.v2});
-            } else if (type == 0x0C && size >= 8) {  // attribute
-                const unsigned version = message[0], flags = message[1];
-                const std::size_t name_size = decode_le(message + 2, 2), type_size = decode_le(message + 4, 2),
-                                  space_size = decode_le(message + 6, 2);
-                auto pad = [&](std::size_t n) { return version == 1 ? (n + 7) & ~std::size_t{7} : n; };
-                const std::size_t name_at = version == 3 ? 9 : 8;
-                const std::size_t type_at = name_at + pad(name_size);
-                const std::size_t data_at = type_at + pad(type_size) + pad(space_size);
-                if (version < 1 || version > 3 || data_at > size) file.fail(object, where + ": a corrupt attribute message");
-                const std::string stored(reinterpret_cast<const char*>(message + name_at), strnlen(reinterpret_cast<const char*>(message + name_at), name_size));
-                if (stored == name) {
-                    if (version >= 2 && (flags & 0x01)) return std::nullopt;  // shared datatype
-                    return std::vector<unsigned char>(message + data_at, message + size);
-                }
-            }
+            else if (visit(type, message, size))
+                return true;
             position = data + size;
         }
     }
-    return std::nullopt;
+    return true;
+}
+
+/// The raw data of attribute `name` of `object`, from its object header (attributes in
+/// dense storage are not found). nullopt when not found or its datatype is shared.
+std::optional<std::vector<unsigned char>> attribute_raw_data(const File& file, const std::string& object,
+                                                             const std::string& name, const RawFile& raw) {
+    std::optional<std::vector<unsigned char>> found;
+    walk_header(file, object, raw, [&](unsigned type, const unsigned char* message, std::size_t size) {
+        if (type != 0x0C || size < 8) return false;  // attribute messages only
+        const unsigned version = message[0], flags = message[1];
+        const std::size_t name_size = decode_le(message + 2, 2), type_size = decode_le(message + 4, 2),
+                          space_size = decode_le(message + 6, 2);
+        auto pad = [&](std::size_t n) { return version == 1 ? (n + 7) & ~std::size_t{7} : n; };
+        const std::size_t name_at = version == 3 ? 9 : 8;
+        const std::size_t data_at = name_at + pad(name_size) + pad(type_size) + pad(space_size);
+        if (version < 1 || version > 3 || data_at > size) file.fail(object, "a corrupt attribute message");
+        const std::string stored(reinterpret_cast<const char*>(message + name_at),
+                                 strnlen(reinterpret_cast<const char*>(message + name_at), name_size));
+        if (stored != name) return false;
+        if (!(version >= 2 && (flags & 0x01))) found.emplace(message + data_at, message + size);  // not shared
+        return true;
+    });
+    return found;
+}
+
+/// An old-style group (symbol table, what h5py writes by default) keeps its link names
+/// in a local heap; libhdf5 1.10 reads a heap whose data segment lies outside the file
+/// through a null buffer (a crash in H5HL_protect). Checked before any lookup in it.
+void check_local_heap(const File& file, const std::string& object, const RawFile& raw) {
+    walk_header(file, object, raw, [&](unsigned type, const unsigned char* message, std::size_t size) {
+        if (type != 0x11 || size < 2 * raw.sizeof_addr) return false;  // symbol table message
+        const std::uint64_t heap = decode_le(message + raw.sizeof_addr, raw.sizeof_addr);
+        const std::string where = "local heap (link names) at address " + std::to_string(heap);
+        unsigned char prefix[8 + 2 * 8 + 8] = {};
+        const std::size_t prefix_size = 8 + 2 * raw.sizeof_size + raw.sizeof_addr;
+        if (!raw.read(heap, prefix_size, prefix)) file.fail(object, where + " lies past the end of the file (corrupt file)");
+        if (std::memcmp(prefix, "HEAP", 4) != 0 || prefix[4] != 0) file.fail(object, where + " has no valid signature (corrupt file)");
+        const std::uint64_t data_size = decode_le(prefix + 8, raw.sizeof_size);
+        const std::uint64_t free_list = decode_le(prefix + 8 + raw.sizeof_size, raw.sizeof_size);
+        const std::uint64_t data = decode_le(prefix + 8 + 2 * raw.sizeof_size, raw.sizeof_addr);
+        const std::uint64_t undefined = raw.sizeof_size == 8 ? ~std::uint64_t{0} : (std::uint64_t{1} << (8 * raw.sizeof_size)) - 1;
+        if (data_size == 0 || data_size > raw.size || data > raw.size - data_size || raw.base > raw.size - data - data_size ||
+            (free_list != undefined && free_list >= data_size))
+            file.fail(object, where + " declares a data segment of " + std::to_string(data_size) + " bytes at " +
+                                  std::to_string(data) + ", outside the file's " + std::to_string(raw.size) + " bytes (corrupt file)");
+        return true;
+    });
 }
 
 void check_attribute_heaps(const File& file, const std::string& object, const std::string& name, std::int64_t count) {
@@ -521,10 +558,12 @@ bool File::exists(const std::string& object) const {
         std::size_t next = object.find('/', position);
         if (next == std::string::npos) next = object.size();
         const std::string name = object.substr(position, next - position);
+        const std::string parent = position > 1 ? object.substr(0, position - 1) : std::string("/");
         position = next + 1;
         if (name.empty()) continue;
         // A link below a dataset does not exist.
         if (H5Iget_type(current.get()) != H5I_GROUP) return false;
+        check_group(parent);
         if (H5Lexists(current.get(), name.c_str(), H5P_DEFAULT) <= 0) return false;
         H5L_info_t link{};
         if (H5Lget_info(current.get(), name.c_str(), &link, H5P_DEFAULT) < 0)
@@ -560,6 +599,13 @@ bool File::exists(const std::string& object) const {
         current = std::move(child);
     }
     return true;
+}
+
+void File::check_group(const std::string& group) const {
+    if (m_writable || m_checked_groups.count(group)) return;  // a file being written is not checked
+    RawFile raw;
+    if (open_raw(*this, raw)) check_local_heap(*this, group, raw);
+    m_checked_groups.insert(group);
 }
 
 std::string File::object_address(const std::string& object) const {
@@ -600,6 +646,7 @@ bool File::is_dataset(const std::string& object) const {
 
 std::vector<std::string> File::members(const std::string& group) const {
     if (!is_group(group)) fail(group, "missing or not a group");
+    check_group(group);
     std::vector<std::string> names;
     auto callback = [](hid_t, const char* name, const H5L_info_t*, void* data) -> herr_t {
         static_cast<std::vector<std::string>*>(data)->emplace_back(name);

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -160,9 +161,14 @@ private:
     void read_into(const std::string& object, hid_t memory_type, void* buffer, std::int64_t offset,
                    std::int64_t count) const;
 
+    /// Checks the local heap of an old-style group before its links are looked up
+    /// (libhdf5 1.10 crashes on a heap outside the file); each group once.
+    void check_group(const std::string& group) const;
+
     std::string m_path;
     Handle m_file;
     bool m_writable = false;
+    mutable std::set<std::string> m_checked_groups;  ///< groups whose local heap was checked
 };
 
 /// HDF5 native memory type for T (float, double, int8..int64, uint8..uint64).

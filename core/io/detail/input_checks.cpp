@@ -28,7 +28,14 @@ void require_regular_file(const std::string& path) {
     throw ReadError(path, std::string("is ") + kind + ", not a regular file; only regular files and folders are read");
 }
 
+namespace {
+std::uint64_t g_memory_limit = 0;
+}  // namespace
+
+void set_memory_limit_for_checks(std::uint64_t bytes) { g_memory_limit = bytes; }
+
 std::uint64_t physical_memory_bytes() {
+    if (g_memory_limit) return g_memory_limit;
     const long pages = ::sysconf(_SC_PHYS_PAGES);
     const long page_size = ::sysconf(_SC_PAGE_SIZE);
     if (pages <= 0 || page_size <= 0) return 0;

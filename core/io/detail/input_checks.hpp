@@ -12,8 +12,13 @@ namespace fathom::io::detail {
 /// would block or never end a read). Uses stat() only: nothing is opened.
 void require_regular_file(const std::string& path);
 
-/// Bytes of physical memory of this machine (0 when unknown).
+/// Bytes of physical memory of this machine (0 when unknown), or the limit set by
+/// set_memory_limit_for_checks().
 std::uint64_t physical_memory_bytes();
+
+/// Fuzzing: check_declared_size() compares with `bytes` instead of the machine's memory
+/// (0 restores that). Not thread-safe; call before reading.
+void set_memory_limit_for_checks(std::uint64_t bytes);
 
 /// Throws FormatError(path, object, "declares <what> (needs X GiB, more than this
 /// machine's Y GiB of memory)") when `count` elements of `element_bytes` each cannot
