@@ -190,11 +190,15 @@ DataExportDialog::DataExportDialog(const QStringList& categories, const QStringL
 
     auto* form = new QFormLayout;
     m_path = add_path_row(form, tr("Destination"), this, [this] { browse(); });
-    m_matrix = new QCheckBox(tr("include X (raw counts of the analysed cells)"), this);
+    m_matrix = new QCheckBox(matrix_label(true), this);
     form->addRow(QString(), m_matrix);
     m_projection = new QComboBox(this);
     m_projection->addItems(projections);
-    if (projections.contains(QStringLiteral("X_umap"))) m_projection->setCurrentText(QStringLiteral("X_umap"));
+    for (const QString& preferred : {QStringLiteral("X_umap_fathom"), QStringLiteral("X_umap")})
+        if (projections.contains(preferred)) {
+            m_projection->setCurrentText(preferred);
+            break;
+        }
     form->addRow(tr("Projection"), m_projection);
     m_columns = new QListWidget(this);
     for (const QString& name : categories) {
@@ -231,6 +235,14 @@ QString DataExportDialog::path() const {
 }
 
 bool DataExportDialog::includeMatrix() const { return m_matrix->isChecked(); }
+
+QString DataExportDialog::matrix_label(bool integer_counts) {
+    return integer_counts ? tr("include X (raw counts of the analysed cells)")
+                          : tr("include X (as the file stores it, not raw counts, for the analysed cells)");
+}
+
+void DataExportDialog::setIntegerCounts(bool integer_counts) { m_matrix->setText(matrix_label(integer_counts)); }
+QString DataExportDialog::matrixText() const { return m_matrix->text(); }
 
 CsvExportOptions DataExportDialog::csvOptions() const {
     CsvExportOptions options;

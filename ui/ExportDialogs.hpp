@@ -57,6 +57,10 @@ public:
     bool csv() const;
     QString path() const;           ///< h5ad file or CSV folder
     bool includeMatrix() const;     ///< h5ad only
+    /// What X holds, for the "include X" label: raw counts, or an analysed file's X as stored.
+    void setIntegerCounts(bool integer_counts);
+    QString matrixText() const;     ///< the "include X" label as shown
+    static QString matrix_label(bool integer_counts);
     CsvExportOptions csvOptions() const;
 
 private:

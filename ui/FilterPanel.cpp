@@ -78,7 +78,7 @@ struct FilterPanel::Private {
     std::vector<Row> rows;
     QLineEdit* text = nullptr;
     QLabel* error = nullptr;
-    QComboBox* layer = nullptr;
+    QLabel* layer_note = nullptr;  ///< the layer the filter compares (the window's switch)
     QComboBox* style = nullptr;
     QLabel* count = nullptr;
     QTableWidget* table = nullptr;
@@ -181,25 +181,18 @@ void FilterPanel::buildUi() {
 
     // Options.
     auto* options = new QHBoxLayout;
-    d->layer = new QComboBox(this);
-    d->layer->addItem(tr("log-normalised"), static_cast<int>(ValueLayer::LogNorm));
-    d->layer->addItem(tr("raw values"), static_cast<int>(ValueLayer::Counts));
-    d->layer->setToolTip(tr("log-normalised: ln(1 + x * 10,000 / cell total); raw: X as stored"));
     d->style = new QComboBox(this);
     d->style->addItem(tr("hide others"), static_cast<int>(PlotView::MaskStyle::Hide));
     d->style->addItem(tr("dim others"), static_cast<int>(PlotView::MaskStyle::Dim));
     auto* clear = new QPushButton(tr("Clear"), this);
-    options->addWidget(d->layer);
+    d->layer_note = new QLabel(this);
+    d->layer_note->setObjectName(QStringLiteral("filterLayer"));
+    d->layer_note->setToolTip(tr("The values the filter compares: the window's Values switch (toolbar)"));
+    options->addWidget(d->layer_note);
     options->addWidget(d->style);
     options->addStretch(1);
     options->addWidget(clear);
     layout->addLayout(options);
-    connect(d->layer, &QComboBox::currentIndexChanged, this, [this](int index) {
-        if (d->updating || index < 0) return;
-        FilterState after = d->state;
-        after.layer = static_cast<ValueLayer>(d->layer->itemData(index).toInt());
-        commit(after);
-    });
     connect(d->style, &QComboBox::currentIndexChanged, this, [this](int index) {
         if (d->updating || index < 0) return;
         FilterState after = d->state;
@@ -258,6 +251,12 @@ FilterState FilterPanel::state() const { return d->state; }
 
 void FilterPanel::setState(const FilterState& state) {
     d->state = state;
+    apply();
+}
+
+void FilterPanel::setValueLayer(ValueLayer layer) {
+    if (d->state.layer == layer) return;
+    d->state.layer = layer;
     apply();
 }
 
@@ -365,7 +364,7 @@ void FilterPanel::apply() {
     d->updating = true;
     const QString text = QString::fromStdString(d->state.expression);
     if (d->text->text() != text) d->text->setText(text);
-    d->layer->setCurrentIndex(std::max(0, d->layer->findData(static_cast<int>(d->state.layer))));
+    d->layer_note->setText(tr("on %1").arg(QString::fromUtf8(value_layer_label(d->state.layer))));
     d->style->setCurrentIndex(std::max(0, d->style->findData(static_cast<int>(d->state.style))));
     d->updating = false;
     showError(d->parsed.ok ? QString() : QString::fromStdString(d->parsed.message));

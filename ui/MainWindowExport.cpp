@@ -137,6 +137,7 @@ void MainWindow::showDataExportDialog() {
     for (const auto& [key, matrix] : current->obsm)
         if (matrix && matrix->cols() >= 2) projections << QString::fromStdString(key);
     DataExportDialog dialog(categories, projections, !current->markers.empty(), this);
+    dialog.setIntegerCounts(current->dataset->integer_counts);
     if (dialog.exec() != QDialog::Accepted) return;
     if (dialog.csv()) exportCsv(dialog.path(), dialog.csvOptions());
     else exportH5ad(dialog.path(), dialog.includeMatrix());

@@ -110,6 +110,7 @@ struct PlotView::Private {
     // ---- view ----
     ViewTransform view;
     bool fit_pending = true;
+    QString empty_hint;  ///< shown on the canvas while there are no points
     bool user_moved = false;
     float point_size = 3.0f;
     bool auto_point_size = true;
@@ -278,6 +279,13 @@ void PlotView::setPositions(std::vector<float> xy, FitPolicy fit) {
     }
     markSceneDirty(true);
 }
+
+void PlotView::setEmptyHint(const QString& text) {
+    d->empty_hint = text;
+    update();
+}
+
+QString PlotView::emptyHint() const { return d->num_points == 0 ? d->empty_hint : QString(); }
 
 void PlotView::setPositions(const float* matrix, std::int64_t rows, std::int64_t cols, FitPolicy fit) {
     std::vector<float> xy(static_cast<std::size_t>(std::max<std::int64_t>(rows, 0)) * 2, 0.0f);
@@ -1263,12 +1271,21 @@ void PlotView::buildOverlay() {
         ImGui::End();
     }
 
+    if (d->num_points == 0 && !d->empty_hint.isEmpty()) {
+        // Nothing to draw: say what would put something here.
+        ImGui::SetNextWindowPos(ImVec2(display.x * 0.5f, display.y * 0.5f), ImGuiCond_Always, ImVec2(0.5f, 0.5f));
+        ImGui::SetNextWindowBgAlpha(0.80f);
+        if (ImGui::Begin("##empty", nullptr, flags | ImGuiWindowFlags_NoInputs))
+            ImGui::TextUnformatted(d->empty_hint.toUtf8().constData());
+        ImGui::End();
+    }
+
     // Frame time and visible points.
     ImGui::SetNextWindowPos(ImVec2(margin, display.y - margin), ImGuiCond_Always, ImVec2(0.0f, 1.0f));
     ImGui::SetNextWindowBgAlpha(0.65f);
     if (ImGui::Begin("##stats", nullptr, flags | ImGuiWindowFlags_NoInputs)) {
         const double frame_ms = d->stats.frame_interval_ms > 0.0 ? d->stats.frame_interval_ms : d->stats.last_paint_ms;
-        ImGui::Text("%s / %s cells  |  %.1f ms  |  %s", format_count(d->visible_count).toUtf8().constData(),
+        ImGui::Text("%s / %s cells  |  frame %.1f ms  |  %s", format_count(d->visible_count).toUtf8().constData(),
                     format_count(d->num_points).toUtf8().constData(), frame_ms,
                     densityActive() ? "density" : "points");
         if (!d->selection->empty())

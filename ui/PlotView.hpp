@@ -86,6 +86,11 @@ public:
     void setPositions(std::vector<float> xy, FitPolicy fit = FitPolicy::Fit);
     /// Positions from the first two columns of a cells x k row-major matrix.
     void setPositions(const float* matrix, std::int64_t rows, std::int64_t cols, FitPolicy fit = FitPolicy::Fit);
+    /// A line shown in the middle of the canvas while there are no points (e.g. "run the
+    /// pipeline to compute an embedding"); empty = none.
+    void setEmptyHint(const QString& text);
+    /// The hint as shown now ("" while there are points).
+    QString emptyHint() const;
     /// Cell names shown by the hover readout (obs index); may be null.
     void setCellNames(std::shared_ptr<const std::vector<std::string>> names);
     /// A categorical annotation the hover readout always shows (e.g. the cluster while
