@@ -74,8 +74,8 @@ void add_filter_command(CLI::App& app, int& exit_code) {
             // 0.7 GB peak; loading the matrix first 7.7 s and 2.6 GB.
             config.memory_budget_bytes = -1;
             if (args->block_nnz) config.stream_block_nnz = *args->block_nnz;
-            // Under mpirun / srun each rank loads its own rows (ranks do not stream) and
-            // rank 0 writes the barcodes and prints.
+            // Under mpirun / srun each rank streams its own rows and rank 0 writes the
+            // barcodes and prints.
             config.comm = process_comm();
             const bool ranks = config.comm->size() > 1;
             const bool lead = config.comm->rank() == 0;

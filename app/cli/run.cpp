@@ -186,7 +186,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
     command->add_option("--devices", args->devices, "cpu, cpu:N (N shards) or cuda:0,1,...")->default_str(args->devices);
     command->add_option("--memory-budget", args->memory_budget_gb,
                         "GiB of raw matrix to load into memory; larger ones are streamed from the file "
-                        "(0 = half the RAM, -1 = always stream)")
+                        "(0 = half the RAM, shared by the ranks on a node; -1 = always stream)")
         ->default_str("0");
     command->add_flag("--print-settings", args->print_settings,
                       "print the pipeline settings this command line means (JSON, by setting name) and exit "
@@ -318,6 +318,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
                                    {"host", comm->host()},
                                    {"rows", {snapshot->dataset->local_rows_begin, snapshot->dataset->local_rows_end}},
                                    {"matrix_bytes_read", snapshot->dataset->local_matrix_bytes},
+                                   {"streamed", snapshot->dataset->streamed},
                                    {"shards", report["shards"]}};
             if (report.contains("device_note")) mine["device_note"] = report["device_note"];
             std::int64_t peak = 0;

@@ -4,6 +4,7 @@
 
 #include "core/backend/CpuBackend.hpp"
 #include "core/backend/DeviceAccelerator.hpp"
+#include "core/engine/detail/Streaming.hpp"
 #include "core/types/Comm.hpp"
 #include "core/types/errors.hpp"
 
@@ -110,18 +111,9 @@ ShardSet load_rank_shards(io::RowSource& source, const std::vector<std::int64_t>
     }
     // Every rank's shard count, in rank order: this rank's shards follow the others'.
     const int mine = gpus.empty() ? cpu_shards : static_cast<int>(gpus.size());
-    ByteWriter count;
-    count.put(mine);
-    const std::vector<Bytes> counts = comm->all_gather(count.bytes());
-    int total = 0;
-    int first = 0;
-    for (int rank = 0; rank < comm->size(); ++rank) {
-        ByteReader in(counts[static_cast<std::size_t>(rank)]);
-        const int theirs = in.get<int>();
-        if (rank == comm->rank()) first = total;
-        total += theirs;
-    }
-    const std::vector<RowRange> layout = plan_row_ranges(offsets, total, spec.balance);
+    const ShardLayout shards = ShardLayout::over_ranks(offsets, mine, spec.balance, comm);
+    const std::vector<RowRange>& layout = shards.layout;
+    const int first = shards.first;
     const std::int64_t num_genes = source.shape().num_genes;
     std::vector<std::unique_ptr<Backend>> local;
     if (!gpus.empty()) {

@@ -60,11 +60,8 @@ void write_over_ranks(const std::string& path, const Engine::State& state, const
     io::H5adWriteOptions options;
     const ShardSet& raw = data.raw;
     const std::vector<std::int64_t>& cells = snapshot.cells;
-    // This rank's selected rows, as output blocks.
-    std::vector<CsrShard> blocks;
-    std::int64_t local_nnz = 0;
-    for (int shard = raw.first_local_shard(); shard < raw.first_local_shard() + raw.num_local_shards(); ++shard) {
-        const CsrShard host = raw.shard(shard).to_host();
+    // The selected rows of `host` (rows from host.row_begin), as output blocks.
+    const auto cut = [&](const CsrShard& host, const auto& emit) {
         auto at = std::lower_bound(cells.begin(), cells.end(), host.row_begin);
         const auto end = std::lower_bound(cells.begin(), cells.end(), host.row_end());
         while (at != end) {
@@ -81,21 +78,51 @@ void write_over_ranks(const std::string& path, const Engine::State& state, const
                 block.values.insert(block.values.end(), host.values.begin() + first, host.values.begin() + last);
                 block.row_offsets.push_back(static_cast<std::int64_t>(block.values.size()));
             }
-            local_nnz += block.nnz();
-            blocks.push_back(std::move(block));
+            emit(std::move(block));
             at = block_end;
         }
+    };
+    // In memory: this rank's selected rows, as output blocks. Streamed: none are held;
+    // the rows are read again from the file, one block at a time, as they are written.
+    std::vector<CsrShard> blocks;
+    std::int64_t local_nnz = 0;
+    if (data.streamed) {
+        const RowRange rows = data.stream_layout.local_rows();
+        const auto& offsets = data.row_offsets;
+        for (auto at = std::lower_bound(cells.begin(), cells.end(), rows.begin);
+             at != cells.end() && *at < rows.end; ++at)
+            local_nnz += offsets[static_cast<std::size_t>(*at + 1)] - offsets[static_cast<std::size_t>(*at)];
+    } else {
+        for (int shard = raw.first_local_shard(); shard < raw.first_local_shard() + raw.num_local_shards(); ++shard)
+            cut(raw.shard(shard).to_host(), [&](CsrShard block) {
+                local_nnz += block.nnz();
+                blocks.push_back(std::move(block));
+            });
     }
+    const auto for_each_block = [&](const auto& emit) {
+        if (!data.streamed) {
+            for (const CsrShard& block : blocks) emit(block);
+            return;
+        }
+        io::OpenedDataset reopened = io::open_dataset(data.meta.path, detail::read_options(state.config.read));
+        for (const RowRange& range : data.stream_layout.local())
+            for (std::int64_t begin = range.begin; begin < range.end; begin += detail::k_stream_block_rows) {
+                const std::int64_t end = std::min(range.end, begin + detail::k_stream_block_rows);
+                CsrShard host = reopened.source->read_rows(begin, end);
+                host.row_begin = begin;
+                cut(host, [&](const CsrShard& block) { emit(block); });
+            }
+    };
     ByteWriter count;
     count.put(local_nnz);
     std::int64_t total_nnz = 0;
     for (const Bytes& part : comm.all_gather(count.bytes())) total_nnz += ByteReader(part).get<std::int64_t>();
     if (comm.rank() != 0) {
-        for (const CsrShard& block : blocks) {
+        for_each_block([&](const CsrShard& block) {
             ByteWriter out;
             put_rows(out, block);
             comm.send(out.bytes(), 0);
-        }
+        });
         comm.send({}, 0);  // done
         // Rank 0 says whether the file was written (it ends every rank otherwise).
         comm.broadcast({}, 0);
@@ -105,7 +132,7 @@ void write_over_ranks(const std::string& path, const Engine::State& state, const
     io::make_uns_keys_writable(out.uns);
     io::H5adStreamWriter writer(path, MatrixShape{static_cast<std::int64_t>(cells.size()), data.meta.shape.num_genes},
                                 options, total_nnz);
-    for (const CsrShard& block : blocks) writer.append_rows(block);
+    for_each_block([&](const CsrShard& block) { writer.append_rows(block); });
     for (int rank = 1; rank < comm.size(); ++rank) {
         for (;;) {
             ctx.checkpoint();
@@ -199,16 +226,31 @@ JobHandle Engine::open(std::string path) {
         std::vector<std::int64_t> offsets = opened.source->row_offsets();
         const std::int64_t csr_bytes = 8 * (opened.meta.shape.num_cells + 1) + 8 * opened.meta.nnz;
         std::int64_t budget = state->config.memory_budget_bytes;
-        if (budget == 0) budget = static_cast<std::int64_t>(::sysconf(_SC_PHYS_PAGES)) * ::sysconf(_SC_PAGE_SIZE) / 2;
-        // Several ranks: each loads its own rows (streaming them is not supported yet).
+        // Several ranks: each loads (or streams) its own rows; the default budget is half
+        // the node's memory shared by the ranks on the node.
         const std::shared_ptr<Comm>& comm = state->config.comm;
         const bool ranks = comm && comm->size() > 1;
-        if (!ranks && (budget < 0 || csr_bytes > budget)) {
-            // Out-of-core: one streamed pass for QC and the normalised moments.
+        if (budget == 0)
+            budget = static_cast<std::int64_t>(::sysconf(_SC_PHYS_PAGES)) * ::sysconf(_SC_PAGE_SIZE) / 2 /
+                     (ranks ? std::max(1, comm->node_size()) : 1);
+        const std::int64_t share_bytes = ranks ? csr_bytes / comm->size() : csr_bytes;
+        bool streamed = budget < 0 || share_bytes > budget;
+        if (ranks) {
+            // One decision for every rank (nodes may differ in memory): stream when any must.
+            ByteWriter flag;
+            flag.put(static_cast<std::uint8_t>(streamed));
+            for (const Bytes& other : comm->all_gather(flag.bytes())) streamed = streamed || ByteReader(other).get<std::uint8_t>();
+        }
+        if (streamed) {
+            // Out-of-core: one streamed pass (over this process's shards) for QC and the
+            // normalised moments.
             data->streamed = true;
+            data->stream_layout =
+                detail::ShardLayout::over_ranks(offsets, std::max(1, devices.num_shards()), devices.balance, comm);
             data->qc_step.update(QcOptions{}, {}, clock, [&] {
                 state->begin_step(ctx, "qc");
-                data->streamed_stats = detail::stream_statistics(*opened.source, opened.meta.var.index(), ctx);
+                data->streamed_stats =
+                    detail::stream_statistics(*opened.source, opened.meta.var.index(), data->stream_layout, ctx);
                 return data->streamed_stats.qc;
             });
             data->integer_counts = data->streamed_stats.integer_counts;

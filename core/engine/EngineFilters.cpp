@@ -83,7 +83,8 @@ std::vector<GeneColumnCache::Column> cached_gene_columns(const LoadedData& data,
         io::ReadOptions read = read_options(config.read);
         read.read_annotations = false;  // obsm / varm / uns are not needed again
         io::OpenedDataset reopened = io::open_dataset(data.meta.path, read);
-        fetched = stream_gene_columns(*reopened.source, data.row_offsets, missing, config.stream_block_nnz, ctx);
+        fetched = stream_gene_columns(*reopened.source, data.row_offsets, missing, config.stream_block_nnz, ctx,
+                                      &data.stream_layout);
         if (options.layer == FilterLayer::LogNorm)
             for (auto& column : fetched) lognorm_in_place(column, data.qc().total_counts, options.target_sum);
     } else {

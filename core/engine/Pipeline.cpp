@@ -357,11 +357,10 @@ ScaleStepResult run_scale(const LoadedData& data, const PreprocessResult& pre, c
         std::vector<std::uint8_t> keep(static_cast<std::size_t>(data.meta.shape.num_genes), 0);
         for (auto gene : selected.hvg_genes) keep[static_cast<std::size_t>(gene)] = 1;
         io::OpenedDataset reopened = io::open_dataset(data.meta.path);
-        const auto ranges = plan_row_ranges(data.row_offsets, std::max(1, data.devices.num_shards()), data.devices.balance);
         NormalizeTotalOptions normalization;
         normalization.target_sum = pre.streamed_target;
         normalization.integer_dtype = options.integer_dtype;
-        ShardSet block = stream_gene_block(*reopened.source, normalization, keep, ranges, ctx);
+        ShardSet block = stream_gene_block(*reopened.source, normalization, keep, data.stream_layout, ctx);
         out.scaling = zheng17_finish(block, zheng17, ctx).scaling;
         out.hvg_block = std::move(block);
         out.block_cells = pre.kept_cells;
@@ -592,7 +591,16 @@ std::shared_ptr<AnalysisSnapshot> build_snapshot(const Engine::State& state, con
     const ShardSet& placed = data.streamed && scaled ? scaled->hvg_block : data.raw;
     // This process's shards (a rank of a run over several lists its own).
     summary->local_rows_end = data.meta.shape.num_cells;
-    if (!data.streamed) {
+    if (data.streamed) {
+        const RowRange rows = data.stream_layout.local_rows();
+        summary->local_rows_begin = rows.begin;
+        summary->local_rows_end = rows.end;
+        const auto& offsets = data.row_offsets;
+        summary->local_matrix_bytes =
+            rows.size() ? 8 * (rows.size() + 1) + 8 * (offsets[static_cast<std::size_t>(rows.end)] -
+                                                        offsets[static_cast<std::size_t>(rows.begin)])
+                        : 0;
+    } else {
         const ShardSet& raw = data.raw;
         const int first = raw.first_local_shard(), count = raw.num_local_shards();
         summary->local_rows_begin = count ? raw.shard(first).row_begin() : 0;

@@ -57,8 +57,122 @@ private:
 
 }  // namespace
 
-StreamedStats stream_statistics(io::RowSource& source, std::span<const std::string> gene_names, JobContext& ctx,
-                                std::int64_t block_rows) {
+namespace {
+
+/// Pass 1's partial of one shard: its cells' QC and its per-gene sums.
+struct ShardStatistics {
+    std::vector<double> total, subset_total;
+    std::vector<std::int64_t> nnz;
+    std::vector<double> gene_totals, sum_inverse_total, sum_squares_inverse_total;
+    std::vector<std::int64_t> gene_cells;
+    bool integer_counts = true;
+};
+
+void write_statistics(ByteWriter& out, const ShardStatistics& part) {
+    out.put_vector<double>(part.total);
+    out.put_vector<double>(part.subset_total);
+    out.put_vector<std::int64_t>(part.nnz);
+    out.put_vector<double>(part.gene_totals);
+    out.put_vector<double>(part.sum_inverse_total);
+    out.put_vector<double>(part.sum_squares_inverse_total);
+    out.put_vector<std::int64_t>(part.gene_cells);
+    out.put(static_cast<std::uint8_t>(part.integer_counts));
+}
+
+ShardStatistics read_statistics(ByteReader& in) {
+    ShardStatistics part;
+    part.total = in.get_vector<double>();
+    part.subset_total = in.get_vector<double>();
+    part.nnz = in.get_vector<std::int64_t>();
+    part.gene_totals = in.get_vector<double>();
+    part.sum_inverse_total = in.get_vector<double>();
+    part.sum_squares_inverse_total = in.get_vector<double>();
+    part.gene_cells = in.get_vector<std::int64_t>();
+    part.integer_counts = in.get<std::uint8_t>() != 0;
+    return part;
+}
+
+/// One shard's rows [range.begin, range.end), read in blocks.
+ShardStatistics shard_statistics(io::RowSource& source, const RowRange& range, std::span<const std::uint8_t> mito_genes,
+                                 std::int64_t num_cells, JobContext& ctx, std::int64_t block_rows) {
+    const auto num_genes = mito_genes.size();
+    ShardStatistics part;
+    part.gene_totals.assign(num_genes, 0.0);
+    part.gene_cells.assign(num_genes, 0);
+    part.sum_inverse_total.assign(num_genes, 0.0);
+    part.sum_squares_inverse_total.assign(num_genes, 0.0);
+    BlockReader reader(source, range.begin, range.end, block_rows);
+    CsrShard rows_read;
+    std::int64_t begin = 0, end = 0;
+    while (reader.next(rows_read, begin, end)) {
+        ctx.checkpoint();
+        // One block as a temporary CPU backend, so the statistics are the same
+        // primitives (and the same arithmetic) as the in-memory path.
+        CpuBackend block(std::move(rows_read), 0);
+        const RowStats rows = block.row_stats(mito_genes, ctx);
+        std::vector<double> inverse_total(rows.total.size());
+        for (std::size_t row = 0; row < rows.total.size(); ++row) {
+            inverse_total[row] = rows.total[row] > 0.0 ? 1.0 / rows.total[row] : 0.0;
+            part.total.push_back(rows.total[row]);
+            part.nnz.push_back(rows.nnz[row]);
+            part.subset_total.push_back(rows.subset_total[row]);
+        }
+        const ColumnStats raw = block.column_stats(ColumnStatsRequest{}, ctx);
+        ColumnStatsRequest scaled;
+        scaled.row_scale = inverse_total;
+        const ColumnStats normalized = block.column_stats(scaled, ctx);
+        for (std::size_t gene = 0; gene < num_genes; ++gene) {
+            part.gene_totals[gene] += raw.sum[gene];
+            part.gene_cells[gene] += raw.nnz[gene];
+            part.sum_inverse_total[gene] += normalized.sum[gene];
+            part.sum_squares_inverse_total[gene] += normalized.sum_squares[gene];
+        }
+        if (part.integer_counts) {
+            const CsrShard& values = block.shard();
+            for (float value : values.values)
+                if (value < 0.0f || value != std::floor(value)) {
+                    part.integer_counts = false;
+                    break;
+                }
+        }
+        ctx.report(static_cast<double>(end) / static_cast<double>(std::max<std::int64_t>(1, num_cells)));
+    }
+    return part;
+}
+
+}  // namespace
+
+ShardLayout ShardLayout::single(std::vector<RowRange> ranges) {
+    ShardLayout out;
+    out.count = static_cast<int>(ranges.size());
+    out.layout = std::move(ranges);
+    return out;
+}
+
+ShardLayout ShardLayout::over_ranks(std::span<const std::int64_t> row_offsets, int shards_per_rank,
+                                      ShardBalance balance, std::shared_ptr<Comm> comm) {
+    shards_per_rank = std::max(1, shards_per_rank);
+    if (!comm || comm->size() == 1) return single(plan_row_ranges(row_offsets, shards_per_rank, balance));
+    // Every rank's shard count, in rank order: this rank's shards follow the others'.
+    ByteWriter count;
+    count.put(shards_per_rank);
+    int total = 0;
+    ShardLayout out;
+    const std::vector<Bytes> counts = comm->all_gather(count.bytes());
+    for (int rank = 0; rank < comm->size(); ++rank) {
+        ByteReader in(counts[static_cast<std::size_t>(rank)]);
+        const int theirs = in.get<int>();
+        if (rank == comm->rank()) out.first = total;
+        total += theirs;
+    }
+    out.count = shards_per_rank;
+    out.layout = plan_row_ranges(row_offsets, total, balance);
+    out.comm = std::move(comm);
+    return out;
+}
+
+StreamedStats stream_statistics(io::RowSource& source, std::span<const std::string> gene_names,
+                                const ShardLayout& layout, JobContext& ctx, std::int64_t block_rows) {
     const MatrixShape shape = source.shape();
     const auto num_genes = static_cast<std::size_t>(shape.num_genes);
     StreamedStats stats;
@@ -69,49 +183,54 @@ StreamedStats stream_statistics(io::RowSource& source, std::span<const std::stri
         for (const auto& prefix : qc_options.mito_prefixes)
             if (gene_names[gene].rfind(prefix, 0) == 0) qc.mito_genes[gene] = 1;
     for (auto flag : qc.mito_genes) qc.num_mito_genes += flag;
+
+    std::vector<ShardStatistics> parts;
+    for (const RowRange& range : layout.local())
+        parts.push_back(shard_statistics(source, range, qc.mito_genes, shape.num_cells, ctx, block_rows));
+    if (layout.distributed()) {
+        // Every rank's partials, in rank order = global shard order.
+        ByteWriter out;
+        for (const ShardStatistics& part : parts) write_statistics(out, part);
+        const std::vector<Bytes> gathered = layout.comm->all_gather(out.bytes());
+        std::vector<ShardStatistics> all;
+        for (std::size_t rank = 0; rank < gathered.size(); ++rank) {
+            if (static_cast<int>(rank) == layout.comm->rank()) {
+                for (ShardStatistics& part : parts) all.push_back(std::move(part));
+                continue;
+            }
+            ByteReader in(gathered[rank]);
+            while (!in.done()) all.push_back(read_statistics(in));
+        }
+        if (all.size() != layout.layout.size())
+            throw std::runtime_error("streamed statistics: gathered " + std::to_string(all.size()) + " partials for " +
+                                     std::to_string(layout.layout.size()) + " shards");
+        parts = std::move(all);
+    }
+
+    // Combined in global shard order.
     std::vector<double> gene_totals(num_genes, 0.0);
     std::vector<std::int64_t> gene_cells(num_genes, 0);
     stats.sum_inverse_total.assign(num_genes, 0.0);
     stats.sum_squares_inverse_total.assign(num_genes, 0.0);
-
-    BlockReader reader(source, 0, shape.num_cells, block_rows);
-    CsrShard rows_read;
-    std::int64_t begin = 0, end = 0;
-    while (reader.next(rows_read, begin, end)) {
-        ctx.checkpoint();
-        // One block as a temporary CPU backend, so the statistics are the same
-        // primitives (and the same arithmetic) as the in-memory path.
-        CpuBackend block(std::move(rows_read), 0);
-        const RowStats rows = block.row_stats(qc.mito_genes, ctx);
-        std::vector<double> inverse_total(rows.total.size());
-        for (std::size_t row = 0; row < rows.total.size(); ++row) {
-            inverse_total[row] = rows.total[row] > 0.0 ? 1.0 / rows.total[row] : 0.0;
-            qc.total_counts.push_back(rows.total[row]);
-            qc.n_genes_by_counts.push_back(rows.nnz[row]);
-            qc.total_counts_mt.push_back(rows.subset_total[row]);
-            qc.pct_counts_mt.push_back(rows.total[row] > 0.0 ? 100.0 * rows.subset_total[row] / rows.total[row]
+    for (const ShardStatistics& part : parts) {
+        for (std::size_t row = 0; row < part.total.size(); ++row) {
+            qc.total_counts.push_back(part.total[row]);
+            qc.n_genes_by_counts.push_back(part.nnz[row]);
+            qc.total_counts_mt.push_back(part.subset_total[row]);
+            qc.pct_counts_mt.push_back(part.total[row] > 0.0 ? 100.0 * part.subset_total[row] / part.total[row]
                                                              : std::nan(""));
         }
-        const ColumnStats raw = block.column_stats(ColumnStatsRequest{}, ctx);
-        ColumnStatsRequest scaled;
-        scaled.row_scale = inverse_total;
-        const ColumnStats normalized = block.column_stats(scaled, ctx);
         for (std::size_t gene = 0; gene < num_genes; ++gene) {
-            gene_totals[gene] += raw.sum[gene];
-            gene_cells[gene] += raw.nnz[gene];
-            stats.sum_inverse_total[gene] += normalized.sum[gene];
-            stats.sum_squares_inverse_total[gene] += normalized.sum_squares[gene];
+            gene_totals[gene] += part.gene_totals[gene];
+            gene_cells[gene] += part.gene_cells[gene];
+            stats.sum_inverse_total[gene] += part.sum_inverse_total[gene];
+            stats.sum_squares_inverse_total[gene] += part.sum_squares_inverse_total[gene];
         }
-        if (stats.integer_counts) {
-            const CsrShard& values = block.shard();
-            for (float value : values.values)
-                if (value < 0.0f || value != std::floor(value)) {
-                    stats.integer_counts = false;
-                    break;
-                }
-        }
-        ctx.report(static_cast<double>(end) / static_cast<double>(shape.num_cells));
+        stats.integer_counts = stats.integer_counts && part.integer_counts;
     }
+    if (static_cast<std::int64_t>(qc.total_counts.size()) != shape.num_cells)
+        throw std::runtime_error("streamed statistics: " + std::to_string(qc.total_counts.size()) + " rows for " +
+                                 std::to_string(shape.num_cells) + " cells");
     const double num_cells = static_cast<double>(std::max<std::int64_t>(1, shape.num_cells));
     qc.n_cells_by_counts = gene_cells;
     qc.gene_total_counts = gene_totals;
@@ -124,15 +243,27 @@ StreamedStats stream_statistics(io::RowSource& source, std::span<const std::stri
     return stats;
 }
 
+StreamedStats stream_statistics(io::RowSource& source, std::span<const std::string> gene_names, JobContext& ctx,
+                                std::int64_t block_rows) {
+    return stream_statistics(source, gene_names, ShardLayout::single({RowRange{0, source.shape().num_cells}}), ctx,
+                             block_rows);
+}
+
 ShardSet stream_gene_block(io::RowSource& source, const NormalizeTotalOptions& normalization,
                            std::span<const std::uint8_t> keep, const std::vector<RowRange>& ranges, JobContext& ctx,
+                           std::int64_t block_rows) {
+    return stream_gene_block(source, normalization, keep, ShardLayout::single(ranges), ctx, block_rows);
+}
+
+ShardSet stream_gene_block(io::RowSource& source, const NormalizeTotalOptions& normalization,
+                           std::span<const std::uint8_t> keep, const ShardLayout& layout, JobContext& ctx,
                            std::int64_t block_rows) {
     const MatrixShape shape = source.shape();
     std::int64_t kept_genes = 0;
     for (auto flag : keep) kept_genes += flag;
     std::vector<std::unique_ptr<Backend>> backends;
-    for (std::size_t shard_index = 0; shard_index < ranges.size(); ++shard_index) {
-        const RowRange& range = ranges[shard_index];
+    for (int shard_index = layout.first; shard_index < layout.first + layout.count; ++shard_index) {
+        const RowRange& range = layout.layout[static_cast<std::size_t>(shard_index)];
         CsrShard shard;
         shard.row_begin = range.begin;
         shard.num_genes = kept_genes;
@@ -158,37 +289,60 @@ ShardSet stream_gene_block(io::RowSource& source, const NormalizeTotalOptions& n
         shard.row_offsets.shrink_to_fit();
         shard.gene_indices.shrink_to_fit();
         shard.values.shrink_to_fit();
-        backends.push_back(std::make_unique<CpuBackend>(std::move(shard), static_cast<int>(shard_index)));
+        backends.push_back(std::make_unique<CpuBackend>(std::move(shard), shard_index));
     }
+    if (layout.distributed())
+        return ShardSet::distributed(std::move(backends), kept_genes, layout.comm, layout.layout, layout.first);
     return ShardSet(std::move(backends), kept_genes);
 }
 
 std::vector<std::vector<float>> stream_gene_columns(io::RowSource& source, std::span<const std::int64_t> row_offsets,
                                                     std::span<const std::int32_t> genes, std::int64_t block_nnz,
-                                                    JobContext& ctx) {
+                                                    JobContext& ctx, const ShardLayout* layout) {
     if (block_nnz < 1) throw std::invalid_argument("EngineConfig::stream_block_nnz must be >= 1");
     const MatrixShape shape = source.shape();
+    // This process's rows: all of them, or its run of shards when distributed.
+    const RowRange rows = layout && layout->distributed() ? layout->local_rows() : RowRange{0, shape.num_cells};
     std::vector<std::vector<float>> columns(genes.size());
-    for (auto& column : columns) column.reserve(static_cast<std::size_t>(shape.num_cells));
-    if (shape.num_cells == 0 || genes.empty()) return columns;
-    // At most 2^20 blocks (split_rows_by_nnz takes an int), at most one per row.
-    constexpr std::int64_t k_max_blocks = std::int64_t{1} << 20;
-    const std::int64_t wanted = row_offsets.back() / block_nnz + 1;
-    const auto num_blocks = static_cast<int>(std::min({wanted, shape.num_cells, k_max_blocks}));
-    for (const RowRange& block : split_rows_by_nnz(row_offsets, num_blocks)) {
-        if (block.size() == 0) continue;
-        ctx.checkpoint();
-        CsrShard rows = source.read_rows(block.begin, block.end);
-        rows.row_begin = 0;  // a one-shard set of its own
-        std::vector<CsrShard> shards;
-        shards.push_back(std::move(rows));
-        const ShardSet values = ShardSet::make_cpu(ShardedCsr(MatrixShape{block.size(), shape.num_genes}, std::move(shards)));
-        auto part = values.gene_columns(genes, ctx);
-        for (std::size_t gene = 0; gene < genes.size(); ++gene)
-            columns[gene].insert(columns[gene].end(), part[gene].begin(), part[gene].end());
-        ctx.report(static_cast<double>(block.end) / static_cast<double>(shape.num_cells));
+    for (auto& column : columns) column.reserve(static_cast<std::size_t>(rows.size()));
+    if (rows.size() > 0 && !genes.empty()) {
+        // At most 2^20 blocks (split_rows_by_nnz takes an int), at most one per row.
+        constexpr std::int64_t k_max_blocks = std::int64_t{1} << 20;
+        const auto local_offsets = row_offsets.subspan(static_cast<std::size_t>(rows.begin), static_cast<std::size_t>(rows.size() + 1));
+        const std::int64_t wanted = (local_offsets.back() - local_offsets.front()) / block_nnz + 1;
+        const auto num_blocks = static_cast<int>(std::min({wanted, rows.size(), k_max_blocks}));
+        for (RowRange block : split_rows_by_nnz(local_offsets, num_blocks)) {
+            if (block.size() == 0) continue;
+            block.begin += rows.begin;
+            block.end += rows.begin;
+            ctx.checkpoint();
+            CsrShard read = source.read_rows(block.begin, block.end);
+            read.row_begin = 0;  // a one-shard set of its own
+            std::vector<CsrShard> shards;
+            shards.push_back(std::move(read));
+            const ShardSet values =
+                ShardSet::make_cpu(ShardedCsr(MatrixShape{block.size(), shape.num_genes}, std::move(shards)));
+            auto part = values.gene_columns(genes, ctx);
+            for (std::size_t gene = 0; gene < genes.size(); ++gene)
+                columns[gene].insert(columns[gene].end(), part[gene].begin(), part[gene].end());
+            ctx.report(static_cast<double>(block.end - rows.begin) / static_cast<double>(rows.size()));
+        }
     }
-    return columns;
+    if (!layout || !layout->distributed()) return columns;
+    // Every rank's part of the columns, in rank order (= row order).
+    ByteWriter out;
+    for (const auto& column : columns) out.put_vector<float>(column);
+    const std::vector<Bytes> gathered = layout->comm->all_gather(out.bytes());
+    std::vector<std::vector<float>> whole(genes.size());
+    for (auto& column : whole) column.reserve(static_cast<std::size_t>(shape.num_cells));
+    for (std::size_t rank = 0; rank < gathered.size(); ++rank) {
+        ByteReader in(gathered[rank]);
+        for (auto& column : whole) {
+            const std::vector<float> part = in.get_vector<float>();
+            column.insert(column.end(), part.begin(), part.end());
+        }
+    }
+    return whole;
 }
 
 io::ReadOptions read_options(const DatasetReadOptions& read) {

@@ -157,6 +157,7 @@ TEST_P(MpiRun, RanksGiveTheSameBitsAsOneProcessWithTheSameShards) {
         next = entry.at("rows")[1].get<std::int64_t>();
         bytes += entry.at("matrix_bytes_read").get<std::int64_t>();
         EXPECT_GT(entry.at("peak_rss_bytes").get<std::int64_t>(), 0);
+        EXPECT_EQ(entry.at("streamed").get<bool>(), std::string(c.options).find("--memory-budget -1") != std::string::npos);
         EXPECT_FALSE(entry.at("steps").empty());
         // The neighbour search is shared (exact: queries split; IVF: phases split): every
         // rank but 0 sends its part of the search in that step.
@@ -189,7 +190,10 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"synthetic", "synthetic", 2, 1,
              "--n-top-genes 500 --n-pcs 30 --neighbors 15 --umap --umap-epochs 60 --leiden 1 --markers t-test "
              "--deterministic",
-             true}),
+             true},
+        // Every rank streams its rows from the file (beyond the memory budget), X too.
+        Case{"streamed", "synthetic", 2, 2,
+             "--memory-budget -1 --n-top-genes 500 --n-pcs 30 --neighbors 15 --leiden 1 --markers t-test", true}),
     [](const ::testing::TestParamInfo<Case>& info) { return std::string(info.param.name); });
 
 TEST(MpiRunFaults, AFailureOnOneRankEndsEveryRankWithOneMessageAndNoOutput) {

@@ -1,5 +1,6 @@
 // Tests of the out-of-core passes (core/engine/detail/Streaming): the results do not
-// depend on the block size, i.e. on how the reads are split and overlapped.
+// depend on the block size, i.e. on how the reads are split and overlapped, nor on how
+// many ranks stream the same shards.
 #include "core/engine/detail/Streaming.hpp"
 
 #include <gtest/gtest.h>
@@ -8,6 +9,7 @@
 #include "core/io/RowSource.hpp"
 #include "core/io/synth.hpp"
 #include "tests/support/paths.hpp"
+#include "tests/support/thread_comm.hpp"
 
 namespace fathom::detail {
 namespace {
@@ -82,6 +84,62 @@ TEST(Streaming, GeneBlockDoesNotDependOnTheBlockSizeAndMatchesTheFile) {
         if (total > 0) {
             EXPECT_NEAR(ours, 1000.0 * kept / total, 1e-3 * (1 + ours)) << row;
         }
+    }
+}
+
+/// A Comm& of test::run_ranks as the shared pointer the layouts hold (not owned).
+std::shared_ptr<Comm> borrowed(Comm& comm) {
+    return std::shared_ptr<Comm>(&comm, [](Comm*) {});
+}
+
+TEST(Streaming, RanksStreamingTheirShardsGetTheOneProcessResultsBitForBit) {
+    std::vector<std::uint8_t> keep(400, 0);
+    for (std::size_t gene = 1; gene < keep.size(); gene += 4) keep[gene] = 1;
+    NormalizeTotalOptions normalization;
+    normalization.target_sum = 5000.0;
+    io::OpenedDataset opened = io::open_dataset(dataset());
+    const auto& names = opened.meta.var.index();
+    const std::vector<std::int64_t> offsets = opened.source->row_offsets();
+    JobContext ctx;
+    // One process with 6 shards, read in blocks that do not align with them.
+    const ShardLayout single = ShardLayout::single(plan_row_ranges(offsets, 6));
+    const StreamedStats whole = stream_statistics(*opened.source, names, single, ctx, 77);
+    const ShardSet block = stream_gene_block(*opened.source, normalization, keep, single, ctx, 77);
+    const ColumnStats want = block.column_stats(ColumnStatsRequest{}, ctx);
+    const std::vector<std::int32_t> genes{0, 7, 399};
+    const auto expected = stream_gene_columns(*opened.source, offsets, genes, 500, ctx);
+    for (const int ranks : {2, 3}) {
+        test::run_ranks(ranks, [&](Comm& comm) {
+            JobContext rank_ctx;
+            io::OpenedDataset mine = io::open_dataset(dataset());
+            const ShardLayout layout = ShardLayout::over_ranks(offsets, 6 / ranks, ShardBalance::ByNnz, borrowed(comm));
+            ASSERT_EQ(layout.layout, single.layout);
+            ASSERT_EQ(layout.first, comm.rank() * (6 / ranks));
+            const StreamedStats stats = stream_statistics(*mine.source, names, layout, rank_ctx, 77);
+            EXPECT_EQ(stats.qc.total_counts, whole.qc.total_counts);
+            EXPECT_EQ(stats.qc.n_genes_by_counts, whole.qc.n_genes_by_counts);
+            EXPECT_EQ(stats.qc.n_cells_by_counts, whole.qc.n_cells_by_counts);
+            EXPECT_EQ(stats.qc.gene_total_counts, whole.qc.gene_total_counts);
+            EXPECT_EQ(stats.sum_inverse_total, whole.sum_inverse_total);  // same order of sums: same bits
+            EXPECT_EQ(stats.sum_squares_inverse_total, whole.sum_squares_inverse_total);
+            EXPECT_EQ(stats.integer_counts, whole.integer_counts);
+            const ShardSet part = stream_gene_block(*mine.source, normalization, keep, layout, rank_ctx, 77);
+            ASSERT_EQ(part.num_shards(), 6);
+            ASSERT_EQ(part.num_local_shards(), 6 / ranks);
+            for (int shard = part.first_local_shard(); shard < part.first_local_shard() + part.num_local_shards(); ++shard) {
+                const CsrShard got = part.shard(shard).to_host(), want = block.shard(shard).to_host();
+                EXPECT_EQ(got.row_begin, want.row_begin);
+                EXPECT_EQ(got.row_offsets, want.row_offsets);
+                EXPECT_EQ(got.gene_indices, want.gene_indices);
+                EXPECT_EQ(got.values, want.values);
+            }
+            // A reduction over the distributed block: the one-process column sums.
+            const ColumnStats got = part.column_stats(ColumnStatsRequest{}, rank_ctx);
+            EXPECT_EQ(got.sum, want.sum);
+            // Gene columns: every rank reads its own rows and gets the whole columns.
+            const auto columns = stream_gene_columns(*mine.source, offsets, genes, 500, rank_ctx, &layout);
+            EXPECT_EQ(columns, expected);
+        });
     }
 }
 

@@ -57,6 +57,7 @@ struct LoadedData {
     bool streamed = false;
     StreamedStats streamed_stats;
     std::vector<std::int64_t> row_offsets;  ///< global, for planning shards of the HVG block
+    ShardLayout stream_layout;             ///< out-of-core: the shards, this process's run of them
     /// Gene columns read by queries (filters, gene values), per gene and layer.
     mutable GeneColumnCache gene_columns;
     /// The h5ad's raw/X (anndata `.raw`) when X was opened and the file has one for the
