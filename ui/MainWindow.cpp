@@ -311,7 +311,11 @@ void MainWindow::buildMenus() {
     cancel->setShortcut(Qt::Key_Escape);
     connect(cancel, &QAction::triggered, this, &MainWindow::cancelJobs);
     QMenu* selection = menuBar()->addMenu(tr("&Selection"));
+    // The selection tools get a row of their own so that they are never in the plot
+    // toolbar's overflow menu at the default size.
+    addToolBarBreak();
     QToolBar* tools = addToolBar(tr("Selection"));
+    tools->setMovable(false);
     tools->setObjectName(QStringLiteral("selectionToolbar"));
     d->selection->addActions(tools, edit, selection);
 }
@@ -412,6 +416,7 @@ void MainWindow::buildToolbar() {
     d->gene_edit->setObjectName(QStringLiteral("geneBox"));
     d->gene_edit->setPlaceholderText(tr("gene, e.g. CD3E"));
     d->gene_edit->setClearButtonEnabled(true);
+    d->gene_edit->setMinimumWidth(110);
     d->gene_edit->setMaximumWidth(160);
     d->gene_names = new QStringListModel(this);
     auto* completer = new QCompleter(d->gene_names, this);
@@ -581,7 +586,10 @@ void MainWindow::buildDocks() {
         d->marker_plots->showMarkers(markers, std::move(codes), std::move(categories));
         d->marker_plots_dock->show();
         d->marker_plots_dock->raise();
-        resizeDocks({d->marker_plots_dock}, {std::max(280, height() / 3)}, Qt::Vertical);
+        // Once the dock is laid out: room for a plot of every group.
+        QTimer::singleShot(0, this, [this] {
+            resizeDocks({d->marker_plots_dock}, {std::max(300, height() / 2)}, Qt::Vertical);
+        });
     });
     connect(d->selection->markersPanel(), &MarkersPanel::geneActivated, this, [this](const QString& gene) {
         d->color_chosen_by_user = true;
@@ -941,7 +949,7 @@ void MainWindow::applySnapshot(bool after_pipeline) {
     if (key.isEmpty()) {
         d->embedding_key.clear();
         d->plot->setPositions(std::vector<float>{});
-        d->plot->setEmptyHint(tr("No 2-D embedding in this dataset yet: run the pipeline (Ctrl+R) to compute a UMAP"));
+        d->plot->setEmptyHint(tr("No 2-D embedding in this dataset yet:\nrun the pipeline (Ctrl+R) to compute a UMAP"));
         d->frame_label->clear();
         log(tr("no 2-D embedding yet: run the pipeline"));
         return;

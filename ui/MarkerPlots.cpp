@@ -79,7 +79,9 @@ namespace {
 
 /// Where the parts of the figure go at a given size.
 struct Layout {
-    double left = 0, top = 0, cell = 0;  ///< grid origin and the side of one (square) cell
+    double left = 0, top = 0;        ///< grid origin
+    double cell_width = 0, cell_height = 0;
+    double cell = 0;                 ///< the smaller side: dots and violins scale with it
     QRectF legend;
 };
 
@@ -95,8 +97,11 @@ Layout layout_of(const GroupedGeneStats& stats, QSizeF size, const QFontMetricsF
     layout.top = gene_height + 14 + metrics.height();
     const double columns = std::max<std::size_t>(1, stats.num_genes()), rows = std::max<std::size_t>(1, stats.num_groups());
     const double width = size.width() - layout.left - legend_width - 16, height = size.height() - layout.top - 8;
-    layout.cell = std::max(4.0, std::min({width / columns, height / rows, 48.0}));
-    layout.legend = QRectF(layout.left + layout.cell * columns + 16, layout.top, legend_width - 10, size.height() - layout.top);
+    layout.cell_width = std::max(4.0, std::min(width / columns, 48.0));
+    layout.cell_height = std::max(4.0, std::min(height / rows, 48.0));
+    layout.cell = std::min(layout.cell_width, layout.cell_height);
+    layout.legend = QRectF(layout.left + layout.cell_width * columns + 16, std::min(layout.top, 24.0), legend_width - 10,
+                           size.height() - std::min(layout.top, 24.0));
     return layout;
 }
 
@@ -163,22 +168,24 @@ void MarkerPlotView::render(QPainter& painter, QSizeF size) const {
     const double cell = layout.cell;
     // Group labels (rows) and gene labels (columns, rotated).
     for (std::size_t group = 0; group < m_stats.num_groups(); ++group) {
-        const QRectF row(0, layout.top + cell * group, layout.left - 8, cell);
+        const QRectF row(0, layout.top + layout.cell_height * group, layout.left - 8, layout.cell_height);
         painter.drawText(row, Qt::AlignRight | Qt::AlignVCenter, QString::fromStdString(m_stats.groups[group]));
     }
     for (std::size_t gene = 0; gene < m_stats.num_genes(); ++gene) {
         painter.save();
-        painter.translate(layout.left + cell * (gene + 0.5) + metrics.ascent() * 0.35, layout.top - 6);
+        painter.translate(layout.left + layout.cell_width * (gene + 0.5) + metrics.ascent() * 0.35, layout.top - 6);
         painter.rotate(-90);
         painter.drawText(QPointF(0, 0), QString::fromStdString(m_stats.genes[gene]));
         painter.restore();
     }
-    const QRectF grid(layout.left, layout.top, cell * m_stats.num_genes(), cell * m_stats.num_groups());
+    const QRectF grid(layout.left, layout.top, layout.cell_width * m_stats.num_genes(),
+                      layout.cell_height * m_stats.num_groups());
     painter.setPen(QPen(QColor(200, 200, 200), 0.5));
     painter.drawRect(grid);
     for (std::size_t group = 0; group < m_stats.num_groups(); ++group) {
         for (std::size_t gene = 0; gene < m_stats.num_genes(); ++gene) {
-            const QRectF box(layout.left + cell * gene, layout.top + cell * group, cell, cell);
+            const QRectF box(layout.left + layout.cell_width * gene, layout.top + layout.cell_height * group,
+                             layout.cell_width, layout.cell_height);
             switch (m_kind) {
                 case Kind::Matrix:
                     painter.fillRect(box, meanColor(group, gene));

@@ -148,6 +148,10 @@ void MarkersPanel::setResult(const MaskMarkers& result) {
 
 void MarkersPanel::setColumnResult(const ObsMarkers& result) {
     m_column_groups = result.groups;
+    if (const int at = m_column->findText(QString::fromStdString(result.groupby)); at >= 0) {
+        const QSignalBlocker quiet(m_column);
+        m_column->setCurrentIndex(at);
+    }
     m_column_summary = tr("%1: groups of %2 vs rest, over every gene of %3")
                            .arg(QString::fromUtf8(marker_method_name(result.method)),
                                 QString::fromStdString(result.groupby),

@@ -1280,20 +1280,22 @@ void PlotView::buildOverlay() {
         ImGui::End();
     }
 
-    // Frame time and visible points.
-    ImGui::SetNextWindowPos(ImVec2(margin, display.y - margin), ImGuiCond_Always, ImVec2(0.0f, 1.0f));
-    ImGui::SetNextWindowBgAlpha(0.65f);
-    if (ImGui::Begin("##stats", nullptr, flags | ImGuiWindowFlags_NoInputs)) {
-        const double frame_ms = d->stats.frame_interval_ms > 0.0 ? d->stats.frame_interval_ms : d->stats.last_paint_ms;
-        ImGui::Text("%s / %s cells  |  frame %.1f ms  |  %s", format_count(d->visible_count).toUtf8().constData(),
-                    format_count(d->num_points).toUtf8().constData(), frame_ms,
-                    densityActive() ? "density" : "points");
-        if (!d->selection->empty())
-            ImGui::Text("%s selected", format_count(static_cast<std::int64_t>(d->selection->size())).toUtf8().constData());
-        if (d->uploaded < d->num_points)
-            ImGui::Text("uploading %.0f%%", 100.0 * static_cast<double>(d->uploaded) / std::max<std::int64_t>(1, d->num_points));
+    // Frame time and visible points (nothing while there are no points).
+    if (d->num_points > 0) {
+        ImGui::SetNextWindowPos(ImVec2(margin, display.y - margin), ImGuiCond_Always, ImVec2(0.0f, 1.0f));
+        ImGui::SetNextWindowBgAlpha(0.65f);
+        if (ImGui::Begin("##stats", nullptr, flags | ImGuiWindowFlags_NoInputs)) {
+            const double frame_ms = d->stats.frame_interval_ms > 0.0 ? d->stats.frame_interval_ms : d->stats.last_paint_ms;
+            ImGui::Text("%s / %s cells  |  frame %.1f ms  |  %s", format_count(d->visible_count).toUtf8().constData(),
+                        format_count(d->num_points).toUtf8().constData(), frame_ms,
+                        densityActive() ? "density" : "points");
+            if (!d->selection->empty())
+                ImGui::Text("%s selected", format_count(static_cast<std::int64_t>(d->selection->size())).toUtf8().constData());
+            if (d->uploaded < d->num_points)
+                ImGui::Text("uploading %.0f%%", 100.0 * static_cast<double>(d->uploaded) / std::max<std::int64_t>(1, d->num_points));
+        }
+        ImGui::End();
     }
-    ImGui::End();
 
     if (d->gesture_active && !d->gesture_points.isEmpty()) {
         ImDrawList* draw = ImGui::GetForegroundDrawList();

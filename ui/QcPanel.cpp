@@ -50,12 +50,12 @@ QcPanel::QcPanel(PipelinePanel* pipeline, QWidget* parent) : QWidget(parent), d(
         auto* title = new QLabel(QStringLiteral("<b>%1</b>").arg(tr(titles[metric])), d->rows);
         d->removed[metric] = new QLabel(d->rows);
         d->removed[metric]->setObjectName(QStringLiteral("qcRemoved%1").arg(metric));
-        d->removed[metric]->setAlignment(Qt::AlignRight | Qt::AlignVCenter);
         d->histograms[metric] = new FilterHistogram(d->rows);
         d->histograms[metric]->setToolTip(tr(tips[metric]));
-        grid->addWidget(title, 2 * metric, 0);
-        grid->addWidget(d->removed[metric], 2 * metric, 1);
-        grid->addWidget(d->histograms[metric], 2 * metric + 1, 0, 1, 2);
+        d->removed[metric]->setAlignment(Qt::AlignLeft | Qt::AlignVCenter);
+        grid->addWidget(title, 3 * metric, 0);
+        grid->addWidget(d->histograms[metric], 3 * metric + 1, 0);
+        grid->addWidget(d->removed[metric], 3 * metric + 2, 0);
         connect(d->histograms[metric], &FilterHistogram::rangeSelected, this,
                 [this, metric](float low, float high) { setRange(static_cast<Metric>(metric), low, high); });
     }

@@ -72,7 +72,7 @@ void SelectionWorkflow::addActions(QToolBar* toolbar, QMenu* edit, QMenu* select
     toolbar->addSeparator();
     auto* tools = new QActionGroup(this);
     const auto add_tool = [&](const QString& text, const QString& name, const QKeySequence& key, PlotView::Tool tool) {
-        QAction* action = toolbar->addAction(text);
+        QAction* action = toolbar->addAction(tr("%1 (%2)").arg(text, key.toString()));
         action->setObjectName(name);
         action->setCheckable(true);
         action->setShortcut(key);

@@ -1,0 +1,59 @@
+// What a first-time user meets: the selection tools and their keys visible at the default
+// window size, and the scripted options that made the README's screenshots.
+#include <gtest/gtest.h>
+
+#include <QAction>
+#include <QTest>
+#include <QToolBar>
+#include <QToolButton>
+
+#include "ui/MainWindow.hpp"
+#include "ui/ScriptRunner.hpp"
+#include "ui_test_support.hpp"
+
+namespace fathom::ui {
+namespace {
+
+TEST(Friction, SelectionToolsAndTheirKeysAreVisibleAtTheDefaultSize) {
+    FATHOM_REQUIRE_GL();
+    MainWindow window(EngineConfig{}, false);
+    window.resize(1280, 800);
+    window.show();
+    ASSERT_TRUE(QTest::qWaitForWindowExposed(&window));
+    auto* tools = window.findChild<QToolBar*>(QStringLiteral("selectionToolbar"));
+    ASSERT_NE(tools, nullptr);
+    for (const auto& [name, key] : {std::pair{"toolPan", "(P)"}, std::pair{"toolLasso", "(L)"}, std::pair{"toolRectangle", "(B)"}}) {
+        auto* action = window.findChild<QAction*>(QString::fromUtf8(name));
+        ASSERT_NE(action, nullptr) << name;
+        EXPECT_TRUE(action->text().contains(QString::fromUtf8(key))) << action->text().toStdString();
+        QWidget* button = tools->widgetForAction(action);
+        ASSERT_NE(button, nullptr) << name;
+        EXPECT_TRUE(button->isVisible()) << name << " is in the toolbar's overflow";
+        const QRect shown(button->mapTo(&window, QPoint(0, 0)), button->size());
+        EXPECT_TRUE(window.rect().contains(shown)) << name;
+    }
+}
+
+TEST(Friction, ScriptOptionsSetPipelineSettingsByTheirSchemaNames) {
+    QString error;
+    auto options = parse_script_options({QStringLiteral("data.h5ad"), QStringLiteral("--set"), QStringLiteral("min_genes=200"),
+                                         QStringLiteral("--set"), QStringLiteral("max_pct_counts_mt=12.5"),
+                                         QStringLiteral("--markers"), QStringLiteral("louvain"), QStringLiteral("--tab"),
+                                         QStringLiteral("QC")},
+                                        &error);
+    ASSERT_TRUE(options) << error.toStdString();
+    EXPECT_TRUE(options->settings_given);
+    EXPECT_EQ(options->settings.min_genes_per_cell, 200);
+    EXPECT_DOUBLE_EQ(options->settings.max_pct_counts_mt, 12.5);
+    EXPECT_EQ(options->markers, QStringLiteral("louvain"));
+    EXPECT_EQ(options->tab, QStringLiteral("QC"));
+    EXPECT_FALSE(parse_script_options({QStringLiteral("d.h5ad"), QStringLiteral("--set"), QStringLiteral("bogus=1")}, &error));
+    EXPECT_TRUE(error.contains(QStringLiteral("unknown setting 'bogus'"))) << error.toStdString();
+    EXPECT_FALSE(parse_script_options({QStringLiteral("d.h5ad"), QStringLiteral("--set"), QStringLiteral("n_pcs=0")}, &error));
+    EXPECT_TRUE(error.contains(QStringLiteral("n_pcs must be in [1, 500]"))) << error.toStdString();
+    EXPECT_FALSE(parse_script_options({QStringLiteral("d.h5ad"), QStringLiteral("--set"), QStringLiteral("n_pcs")}, &error));
+    EXPECT_TRUE(error.contains(QStringLiteral("NAME=VALUE"))) << error.toStdString();
+}
+
+}  // namespace
+}  // namespace fathom::ui
