@@ -110,6 +110,8 @@ struct PlotView::Private {
     // ---- view ----
     ViewTransform view;
     bool fit_pending = true;
+    double legend_reserved_px = 0.0;  ///< right strip kept free of points for the legend (last frame's width)
+    QRectF legend_rect;               ///< the legend as drawn in the last frame (widget coordinates)
     QString empty_hint;  ///< shown on the canvas while there are no points
     bool user_moved = false;
     float point_size = 3.0f;
@@ -579,6 +581,7 @@ void PlotView::setTransform(const ViewTransform& transform) {
     d->view = transform;
     d->view.set_viewport(width(), height());
     d->fit_pending = false;
+    d->user_moved = true;  // an explicit view (a restored session): no refit for the legend
     markSceneDirty(false);
     emit viewChanged();
 }
@@ -705,6 +708,8 @@ std::int64_t PlotView::pickCell(QPointF position, double radius_px) const {
     });
 }
 
+QRectF PlotView::legendRect() const { return d->legend_rect; }
+
 QRectF PlotView::legendEntryRect(int category) const {
     if (category < 0 || static_cast<std::size_t>(category) >= d->legend_rects.size()) return {};
     return d->legend_rects[category];
@@ -807,6 +812,8 @@ void PlotView::releaseGl() {
 
 void PlotView::resizeGL(int width, int height) {
     d->view.set_viewport(width, height);
+    // A view the user did not move follows the widget's size (a dock opened or closed).
+    if (!d->user_moved) d->fit_pending = true;
     markSceneDirty(false);
 }
 
@@ -1079,7 +1086,8 @@ void PlotView::paintGL() {
     }
     d->view.set_viewport(width(), height());
     if (d->fit_pending && !d->bounds.empty()) {
-        d->view.fit(d->bounds);
+        // The legend sits to the right of the points, not over them.
+        d->view.fit_left_of(d->bounds, d->legend_reserved_px);
         d->fit_pending = false;
         d->scene_dirty = true;
     }
@@ -1267,8 +1275,22 @@ void PlotView::buildOverlay() {
                 ImGui::SameLine();
                 if (ImGui::SmallButton("reset")) resetValueRange();
             }
+            const ImVec2 position = ImGui::GetWindowPos(), extent = ImGui::GetWindowSize();
+            if (!settling) d->legend_rect = QRectF(position.x, position.y, extent.x, extent.y);
         }
         ImGui::End();
+    }
+    const double wanted = d->kind == ColorKind::Uniform || d->legend_rect.isEmpty()
+                              ? 0.0
+                              : d->legend_rect.width() + 2.0 * margin;
+    if (d->kind == ColorKind::Uniform) d->legend_rect = QRectF();
+    if (std::abs(wanted - d->legend_reserved_px) > 1.0) {
+        // A legend of another width: refit unless the user moved the view.
+        d->legend_reserved_px = wanted;
+        if (!d->user_moved) {
+            d->fit_pending = true;
+            update();
+        }
     }
 
     if (d->num_points == 0 && !d->empty_hint.isEmpty()) {

@@ -165,7 +165,7 @@ public:
     void resetView();
     const ViewTransform& transform() const;
     void setTransform(const ViewTransform& transform);
-    /// True once the user panned or zoomed since the last fit.
+    /// True once the user panned or zoomed (or setTransform chose the view) since the last fit.
     bool viewMovedByUser() const;
     /// Fixed point size in pixels (turns automatic size off).
     void setPointSize(float pixels);
@@ -207,6 +207,9 @@ public:
     /// Where the legend drew category `category` in the last frame (widget coordinates);
     /// empty when it was not drawn.
     QRectF legendEntryRect(int category) const;
+    /// The legend (or colour bar) window as drawn in the last frame; empty when none. The
+    /// view is fitted left of it, so that it hides no points until the user pans or zooms.
+    QRectF legendRect() const;
     const Stats& stats() const;
     /// Renders one frame synchronously into the widget's framebuffer and waits for the GL
     /// to finish it; `redraw_scene` forces the point/density layer to be redrawn as a view

@@ -7,7 +7,9 @@
 #include <QToolBar>
 #include <QToolButton>
 
+#include "tests/support/paths.hpp"
 #include "ui/MainWindow.hpp"
+#include "ui/PlotView.hpp"
 #include "ui/ScriptRunner.hpp"
 #include "ui_test_support.hpp"
 
@@ -32,6 +34,45 @@ TEST(Friction, SelectionToolsAndTheirKeysAreVisibleAtTheDefaultSize) {
         const QRect shown(button->mapTo(&window, QPoint(0, 0)), button->size());
         EXPECT_TRUE(window.rect().contains(shown)) << name;
     }
+}
+
+// The categorical legend of pbmc68k_reduced's louvain sits beside the points: once the
+// legend has its size, no cell is drawn under it.
+TEST(Friction, NoPointOfThePlotIsUnderTheLegend) {
+    FATHOM_REQUIRE_GL();
+    const auto path = test::shared_data("scanpy_pbmc68k_reduced/10x_pbmc68k_reduced.h5ad");
+    FATHOM_REQUIRE_PATH(path);
+    MainWindow window(EngineConfig{}, false);
+    window.resize(1280, 800);
+    window.show();
+    ASSERT_TRUE(QTest::qWaitForWindowExposed(&window));
+    bool opened = false;
+    QObject::connect(&window, &MainWindow::datasetOpened, [&](bool ok, const QString&, int) { opened = ok; });
+    window.openFile(QString::fromStdString(path.string()));
+    ASSERT_TRUE(test::process_events_until([&] { return opened; }, std::chrono::seconds(60)));
+    ASSERT_TRUE(window.colorBy(QStringLiteral("louvain")));
+    PlotView* plot = window.plotView();
+    ASSERT_EQ(plot->numPoints(), 700);
+    const auto points_under_legend = [&] {
+        const QRectF legend = plot->legendRect();
+        std::int64_t under = 0;
+        const auto& xy = plot->positions();
+        for (std::int64_t cell = 0; cell < plot->numPoints(); ++cell) {
+            const Vec2 screen = plot->transform().world_to_screen({xy[2 * cell], xy[2 * cell + 1]});
+            under += legend.contains(QPointF(screen.x, screen.y));
+        }
+        return under;
+    };
+    // Frames until the legend has its size and the view was fitted beside it.
+    const bool settled = test::process_events_until(
+        [&] {
+            plot->grabFramebuffer();
+            return !plot->legendRect().isEmpty() && points_under_legend() == 0;
+        },
+        std::chrono::seconds(20));
+    EXPECT_TRUE(settled) << points_under_legend() << " cells under the legend";
+    EXPECT_FALSE(plot->legendRect().isEmpty());
+    EXPECT_GE(plot->legendRect().width(), 60.0) << "sized to its names and counts";
 }
 
 TEST(Friction, ScriptOptionsSetPipelineSettingsByTheirSchemaNames) {
