@@ -2,6 +2,8 @@
 
 #include <QCheckBox>
 #include <QComboBox>
+#include <QTimer>
+#include <QCompleter>
 #include <QDoubleSpinBox>
 #include <QFileDialog>
 #include <QFileInfo>
@@ -135,7 +137,7 @@ void FilterPanel::buildUi() {
     d->search->setPlaceholderText(tr("add a rule: gene name or id"));
     d->search->setClearButtonEnabled(true);
     d->search_model = new GeneSearchModel(this);
-    attach_gene_search(d->search, d->search_model);
+    QCompleter* completer = attach_gene_search(d->search, d->search_model);
     auto* add = new QPushButton(tr("Add"), this);
     search_row->addWidget(d->search, 1);
     search_row->addWidget(add);
@@ -147,6 +149,11 @@ void FilterPanel::buildUi() {
     };
     connect(add, &QPushButton::clicked, this, add_searched);
     connect(d->search, &QLineEdit::returnPressed, this, add_searched);
+    // Clicking a suggestion adds its rule at once (Enter on it too, through returnPressed;
+    // addRule refuses the same rule twice).
+    connect(completer, qOverload<const QString&>(&QCompleter::activated), this, [this](const QString& gene) {
+        if (addRule(gene)) QTimer::singleShot(0, d->search, &QLineEdit::clear);
+    });
 
     // Rule rows.
     d->rows_box = new QWidget(this);
@@ -176,6 +183,7 @@ void FilterPanel::buildUi() {
     d->error->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
     d->error->setStyleSheet(QStringLiteral("color: #c0392b;"));
     d->error->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    d->error->setWordWrap(true);  // a long message stays inside the dock
     d->error->hide();
     layout->addWidget(d->error);
 
@@ -301,6 +309,12 @@ bool FilterPanel::addRule(const QString& gene) {
     std::vector<FilterRule> rules = d->parsed.rules;
     FilterRule rule;
     rule.gene = name;
+    for (const FilterRule& existing : rules)
+        if (existing.gene == rule.gene && existing.op == rule.op && existing.value == rule.value &&
+            existing.negated == rule.negated) {
+            showError(tr("'%1 > 0' is already a rule").arg(gene.trimmed()));
+            return false;
+        }
     rules.push_back(rule);
     FilterState after = d->state;
     after.expression = filter_rules_text(rules);

@@ -149,6 +149,7 @@ struct MainWindow::Private {
     QUndoStack* undo = nullptr;
     SelectionWorkflow* selection = nullptr;
     bool has_results = false;        ///< a pipeline run finished on the open dataset
+    bool unsaved = false;            ///< results, selections or annotations made since the last open or session save
     PipelineSettings last_run;       ///< its settings (saved in sessions)
 };
 
@@ -173,6 +174,16 @@ MainWindow::MainWindow(EngineConfig config, bool interactive, QWidget* parent)
     buildToolbar();
     buildMenus();
     connectStateHooks();
+    // Selections, filters and annotations (all on the undo stack) are work to keep.
+    connect(d->undo, &QUndoStack::indexChanged, this, [this] {
+        if (!d->undo->isClean()) d->unsaved = true;
+    });
+    connect(this, &MainWindow::sessionSaved, this, [this](bool ok, const QString&) {
+        if (ok) d->unsaved = false;
+    });
+    connect(this, &MainWindow::sessionRestored, this, [this](bool ok, const QString&) {
+        if (ok) d->unsaved = false;
+    });
 
     d->progress = new QProgressBar(this);
     d->progress->setRange(0, 1000);
@@ -423,6 +434,12 @@ void MainWindow::buildToolbar() {
     completer->setCaseSensitivity(Qt::CaseInsensitive);
     completer->setFilterMode(Qt::MatchStartsWith);
     d->gene_edit->setCompleter(completer);
+    // Clicking a suggestion colours by it (as Enter does).
+    connect(completer, qOverload<const QString&>(&QCompleter::activated), this, [this](const QString& gene) {
+        if (gene.trimmed().isEmpty()) return;
+        d->color_chosen_by_user = true;
+        colorBy(QStringLiteral("gene:") + gene.trimmed());
+    });
     bar->addWidget(d->gene_edit);
     connect(d->gene_edit, &QLineEdit::returnPressed, this, [this] {
         const QString gene = d->gene_edit->text().trimmed();
@@ -722,6 +739,7 @@ bool MainWindow::openFile(const QString& path) {
     d->color_chosen_by_user = false;
     d->has_results = false;
     if (!reload) resetDatasetState();
+    d->unsaved = false;
     log(tr("open: %1").arg(d->current_path));
     setBusy(true);
     const JobHandle handle = d->engine->open(d->current_path.toStdString());
@@ -847,6 +865,7 @@ void MainWindow::startPipelineJob() {
         for (const auto& warning : d->engine->snapshot()->warnings)
             log(tr("pipeline: warning: %1").arg(QString::fromStdString(warning)));
         d->has_results = true;
+        d->unsaved = true;
         d->last_run = settings;
         applySnapshot(true);
         emit pipelineFinished(true, QString(), 0);
@@ -1182,7 +1201,20 @@ void MainWindow::dropEvent(QDropEvent* event) {
     openFile(path);
 }
 
+bool MainWindow::hasUnsavedChanges() const { return d->unsaved; }
+
 void MainWindow::closeEvent(QCloseEvent* event) {
+    if (d->interactive && d->unsaved) {
+        const auto answer = QMessageBox::question(
+            this, tr("Fathom"),
+            tr("The analysis, selections or annotations of %1 are not saved in a session.\nQuit anyway?")
+                .arg(QFileInfo(d->current_path).fileName()),
+            QMessageBox::Yes | QMessageBox::Cancel, QMessageBox::Cancel);
+        if (answer != QMessageBox::Yes) {
+            event->ignore();
+            return;
+        }
+    }
     d->watcher->cancelAll();
     QMainWindow::closeEvent(event);
 }

@@ -100,6 +100,9 @@ public:
     QStringList recentFiles() const;
     /// Whether an open or pipeline job is running.
     bool busy() const;
+    /// Results, selections, filters or annotations made since the dataset was opened or the
+    /// session last saved or restored (closing the window asks first when interactive).
+    bool hasUnsavedChanges() const;
     /// Whether a pipeline run finished on the open dataset, and its settings.
     bool hasResults() const;
     PipelineSettings lastRunSettings() const;

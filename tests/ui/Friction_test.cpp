@@ -3,11 +3,13 @@
 #include <gtest/gtest.h>
 
 #include <QAction>
+#include <QLabel>
 #include <QTest>
 #include <QToolBar>
 #include <QToolButton>
 
 #include "tests/support/paths.hpp"
+#include "ui/FilterPanel.hpp"
 #include "ui/MainWindow.hpp"
 #include "ui/PlotView.hpp"
 #include "ui/ScriptRunner.hpp"
@@ -73,6 +75,37 @@ TEST(Friction, NoPointOfThePlotIsUnderTheLegend) {
     EXPECT_TRUE(settled) << points_under_legend() << " cells under the legend";
     EXPECT_FALSE(plot->legendRect().isEmpty());
     EXPECT_GE(plot->legendRect().width(), 60.0) << "sized to its names and counts";
+}
+
+TEST(Friction, GeneSearchRulesOnceLongErrorsWrapAndUnsavedWorkIsKnown) {
+    FATHOM_REQUIRE_GL();
+    const auto path = test::shared_data("scanpy_pbmc68k_reduced/10x_pbmc68k_reduced.h5ad");
+    FATHOM_REQUIRE_PATH(path);
+    MainWindow window(EngineConfig{}, false);
+    window.show();
+    ASSERT_TRUE(QTest::qWaitForWindowExposed(&window));
+    bool opened = false;
+    QObject::connect(&window, &MainWindow::datasetOpened, [&](bool ok, const QString&, int) { opened = ok; });
+    window.openFile(QString::fromStdString(path.string()));
+    ASSERT_TRUE(test::process_events_until([&] { return opened; }, std::chrono::seconds(60)));
+    EXPECT_FALSE(window.hasUnsavedChanges());
+
+    FilterPanel* filter = window.filterPanel();
+    ASSERT_TRUE(filter->addRule(QStringLiteral("CD79A")));
+    EXPECT_FALSE(filter->addRule(QStringLiteral("CD79A"))) << "the same rule twice";
+    EXPECT_TRUE(filter->errorText().contains(QStringLiteral("already a rule"))) << filter->errorText().toStdString();
+    EXPECT_EQ(filter->rules().size(), 1u);
+    auto* error = filter->findChild<QLabel*>(QStringLiteral("filterError"));
+    ASSERT_NE(error, nullptr);
+    EXPECT_TRUE(error->wordWrap());
+
+    // The filter is on the undo stack: work a session would keep.
+    EXPECT_TRUE(window.hasUnsavedChanges());
+    const auto folder = test::temp_dir("ui-friction-session");
+    QString problem;
+    ASSERT_TRUE(window.saveSession(QString::fromStdString((folder / "s.fathom.json").string()), &problem))
+        << problem.toStdString();
+    EXPECT_FALSE(window.hasUnsavedChanges());
 }
 
 TEST(Friction, ScriptOptionsSetPipelineSettingsByTheirSchemaNames) {
