@@ -107,6 +107,11 @@ FigureExportDialog::FigureExportDialog(const QString& default_title, QWidget* pa
     m_legend = new QCheckBox(tr("legend or colour bar"), this);
     m_legend->setChecked(defaults.legend);
     form->addRow(QString(), m_legend);
+    m_ignore_selection = new QCheckBox(tr("ignore the selection (no dimmed cells)"), this);
+    m_ignore_selection->setObjectName(QStringLiteral("ignoreSelection"));
+    m_ignore_selection->setToolTip(tr("Unchecked, the figure shows the selection's highlight as the plot does"));
+    m_ignore_selection->setChecked(defaults.ignore_selection);
+    form->addRow(QString(), m_ignore_selection);
     m_summary = new QLabel(this);
     form->addRow(QString(), m_summary);
     for (QDoubleSpinBox* box : {m_width, m_height})
@@ -148,6 +153,7 @@ FigureOptions FigureExportDialog::options() const {
     options.dpi = m_dpi->value();
     options.title = m_title->text();
     options.legend = m_legend->isChecked();
+    options.ignore_selection = m_ignore_selection->isChecked();
     return options;
 }
 
@@ -157,6 +163,7 @@ void FigureExportDialog::setOptions(const FigureOptions& options) {
     m_dpi->setValue(options.dpi);
     m_title->setText(options.title);
     m_legend->setChecked(options.legend);
+    m_ignore_selection->setChecked(options.ignore_selection);
 }
 
 void FigureExportDialog::updateSummary() {

@@ -43,6 +43,7 @@ private:
     QSpinBox* m_dpi = nullptr;
     QLineEdit* m_title = nullptr;
     QCheckBox* m_legend = nullptr;
+    QCheckBox* m_ignore_selection = nullptr;
     QLabel* m_summary = nullptr;
     double m_unit_per_inch = 1.0;
 };

@@ -48,7 +48,14 @@ bool MainWindow::exportFigure(const QString& path, FigureOptions options, QStrin
     QElapsedTimer clock;
     clock.start();
     QString problem;
-    if (!export_figure(*plotView(), path, options, &problem)) {
+    // Without the selection's highlight: the plot draws the figure with no selection,
+    // then gets it back (its own view and colours are untouched).
+    const SharedCellSet selection = plotView()->selection();
+    const bool unselect = options.ignore_selection && !selection->empty();
+    if (unselect) plotView()->setSelection(nullptr);
+    const bool written = export_figure(*plotView(), path, options, &problem);
+    if (unselect) plotView()->setSelection(selection);
+    if (!written) {
         log(tr("export figure failed: %1").arg(problem));
         if (error) *error = problem;
         return false;

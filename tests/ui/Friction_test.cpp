@@ -9,9 +9,12 @@
 #include <QToolButton>
 
 #include "tests/support/paths.hpp"
+#include "ui/FigureExport.hpp"
 #include "ui/FilterPanel.hpp"
 #include "ui/MainWindow.hpp"
 #include "ui/PlotView.hpp"
+#include "ui/SelectionController.hpp"
+#include "ui/SelectionWorkflow.hpp"
 #include "ui/ScriptRunner.hpp"
 #include "ui_test_support.hpp"
 
@@ -106,6 +109,45 @@ TEST(Friction, GeneSearchRulesOnceLongErrorsWrapAndUnsavedWorkIsKnown) {
     ASSERT_TRUE(window.saveSession(QString::fromStdString((folder / "s.fathom.json").string()), &problem))
         << problem.toStdString();
     EXPECT_FALSE(window.hasUnsavedChanges());
+}
+
+// Figure export draws the selection's highlight unless asked to ignore it: the colour of
+// a category outside the selection is in the figure only when the selection is ignored.
+TEST(Friction, FigureExportCanIgnoreTheSelection) {
+    FATHOM_REQUIRE_GL();
+    const auto path = test::shared_data("scanpy_pbmc68k_reduced/10x_pbmc68k_reduced.h5ad");
+    FATHOM_REQUIRE_PATH(path);
+    MainWindow window(EngineConfig{}, false);
+    window.resize(1280, 800);
+    window.show();
+    ASSERT_TRUE(QTest::qWaitForWindowExposed(&window));
+    bool opened = false;
+    QObject::connect(&window, &MainWindow::datasetOpened, [&](bool ok, const QString&, int) { opened = ok; });
+    window.openFile(QString::fromStdString(path.string()));
+    ASSERT_TRUE(test::process_events_until([&] { return opened; }, std::chrono::seconds(60)));
+    ASSERT_TRUE(window.colorBy(QStringLiteral("louvain")));
+    PlotView* plot = window.plotView();
+    const auto& louvain = std::get<CategoricalColumn>(window.snapshot()->obs->find("louvain")->data);
+    CellSet group0;
+    for (std::size_t cell = 0; cell < louvain.codes.size(); ++cell)
+        if (louvain.codes[cell] == 0) group0.push_back(static_cast<std::uint32_t>(cell));
+    window.selectionWorkflow()->controller()->setSelection(group0, QStringLiteral("louvain 0"));
+    ASSERT_EQ(plot->selection()->size(), group0.size());
+    const Rgba8 outside = plot->categoryColors()[1];
+    const auto folder = test::temp_dir("ui-friction-figure");
+    FigureOptions options;
+    options.legend = false;
+    options.dpi = 100;
+    const auto pixels_of_category_1 = [&](bool ignore) {
+        options.ignore_selection = ignore;
+        const QString file = QString::fromStdString((folder / (ignore ? "ignored.png" : "shown.png")).string());
+        QString error;
+        EXPECT_TRUE(window.exportFigure(file, options, &error)) << error.toStdString();
+        return fathom::test::count_pixels(QImage(file), outside);
+    };
+    EXPECT_EQ(pixels_of_category_1(false), 0) << "outside the selection: dimmed";
+    EXPECT_GT(pixels_of_category_1(true), 0) << "ignoring the selection: in its own colour";
+    EXPECT_EQ(plot->selection()->size(), group0.size()) << "the selection stays";
 }
 
 TEST(Friction, ScriptOptionsSetPipelineSettingsByTheirSchemaNames) {
