@@ -107,6 +107,11 @@ FigureExportDialog::FigureExportDialog(const QString& default_title, QWidget* pa
     m_legend = new QCheckBox(tr("legend or colour bar"), this);
     m_legend->setChecked(defaults.legend);
     form->addRow(QString(), m_legend);
+    m_ignore_selection = new QCheckBox(tr("ignore the selection (no dimmed cells)"), this);
+    m_ignore_selection->setObjectName(QStringLiteral("ignoreSelection"));
+    m_ignore_selection->setToolTip(tr("Unchecked, the figure shows the selection's highlight as the plot does"));
+    m_ignore_selection->setChecked(defaults.ignore_selection);
+    form->addRow(QString(), m_ignore_selection);
     m_summary = new QLabel(this);
     form->addRow(QString(), m_summary);
     for (QDoubleSpinBox* box : {m_width, m_height})
@@ -148,6 +153,7 @@ FigureOptions FigureExportDialog::options() const {
     options.dpi = m_dpi->value();
     options.title = m_title->text();
     options.legend = m_legend->isChecked();
+    options.ignore_selection = m_ignore_selection->isChecked();
     return options;
 }
 
@@ -157,6 +163,7 @@ void FigureExportDialog::setOptions(const FigureOptions& options) {
     m_dpi->setValue(options.dpi);
     m_title->setText(options.title);
     m_legend->setChecked(options.legend);
+    m_ignore_selection->setChecked(options.ignore_selection);
 }
 
 void FigureExportDialog::updateSummary() {
@@ -190,11 +197,15 @@ DataExportDialog::DataExportDialog(const QStringList& categories, const QStringL
 
     auto* form = new QFormLayout;
     m_path = add_path_row(form, tr("Destination"), this, [this] { browse(); });
-    m_matrix = new QCheckBox(tr("include X (raw counts of the analysed cells)"), this);
+    m_matrix = new QCheckBox(matrix_label(true), this);
     form->addRow(QString(), m_matrix);
     m_projection = new QComboBox(this);
     m_projection->addItems(projections);
-    if (projections.contains(QStringLiteral("X_umap"))) m_projection->setCurrentText(QStringLiteral("X_umap"));
+    for (const QString& preferred : {QStringLiteral("X_umap_fathom"), QStringLiteral("X_umap")})
+        if (projections.contains(preferred)) {
+            m_projection->setCurrentText(preferred);
+            break;
+        }
     form->addRow(tr("Projection"), m_projection);
     m_columns = new QListWidget(this);
     for (const QString& name : categories) {
@@ -231,6 +242,14 @@ QString DataExportDialog::path() const {
 }
 
 bool DataExportDialog::includeMatrix() const { return m_matrix->isChecked(); }
+
+QString DataExportDialog::matrix_label(bool integer_counts) {
+    return integer_counts ? tr("include X (raw counts of the analysed cells)")
+                          : tr("include X (as the file stores it, not raw counts, for the analysed cells)");
+}
+
+void DataExportDialog::setIntegerCounts(bool integer_counts) { m_matrix->setText(matrix_label(integer_counts)); }
+QString DataExportDialog::matrixText() const { return m_matrix->text(); }
 
 CsvExportOptions DataExportDialog::csvOptions() const {
     CsvExportOptions options;

@@ -43,6 +43,7 @@ private:
     QSpinBox* m_dpi = nullptr;
     QLineEdit* m_title = nullptr;
     QCheckBox* m_legend = nullptr;
+    QCheckBox* m_ignore_selection = nullptr;
     QLabel* m_summary = nullptr;
     double m_unit_per_inch = 1.0;
 };
@@ -57,6 +58,10 @@ public:
     bool csv() const;
     QString path() const;           ///< h5ad file or CSV folder
     bool includeMatrix() const;     ///< h5ad only
+    /// What X holds, for the "include X" label: raw counts, or an analysed file's X as stored.
+    void setIntegerCounts(bool integer_counts);
+    QString matrixText() const;     ///< the "include X" label as shown
+    static QString matrix_label(bool integer_counts);
     CsvExportOptions csvOptions() const;
 
 private:

@@ -29,6 +29,9 @@ struct FigureOptions {
     QString embedding;        ///< obsm key shown ("X_umap"); names the axes when the labels are empty
     QString x_label, y_label; ///< empty = from `embedding` (X_umap -> UMAP1 / UMAP2)
     bool legend = true;       ///< legend (categorical) or colour bar (continuous)
+    /// Draw every cell in its colour, as if nothing were selected (the screen dims the
+    /// cells outside a selection; by default the figure shows that highlight too).
+    bool ignore_selection = false;
 };
 
 /// Empty when the options are usable; else the problem, naming the field

@@ -2,6 +2,8 @@
 
 #include <QCheckBox>
 #include <QComboBox>
+#include <QTimer>
+#include <QCompleter>
 #include <QDoubleSpinBox>
 #include <QFileDialog>
 #include <QFileInfo>
@@ -78,7 +80,7 @@ struct FilterPanel::Private {
     std::vector<Row> rows;
     QLineEdit* text = nullptr;
     QLabel* error = nullptr;
-    QComboBox* layer = nullptr;
+    QLabel* layer_note = nullptr;  ///< the layer the filter compares (the window's switch)
     QComboBox* style = nullptr;
     QLabel* count = nullptr;
     QTableWidget* table = nullptr;
@@ -135,7 +137,7 @@ void FilterPanel::buildUi() {
     d->search->setPlaceholderText(tr("add a rule: gene name or id"));
     d->search->setClearButtonEnabled(true);
     d->search_model = new GeneSearchModel(this);
-    attach_gene_search(d->search, d->search_model);
+    QCompleter* completer = attach_gene_search(d->search, d->search_model);
     auto* add = new QPushButton(tr("Add"), this);
     search_row->addWidget(d->search, 1);
     search_row->addWidget(add);
@@ -147,6 +149,11 @@ void FilterPanel::buildUi() {
     };
     connect(add, &QPushButton::clicked, this, add_searched);
     connect(d->search, &QLineEdit::returnPressed, this, add_searched);
+    // Clicking a suggestion adds its rule at once (Enter on it too, through returnPressed;
+    // addRule refuses the same rule twice).
+    connect(completer, qOverload<const QString&>(&QCompleter::activated), this, [this](const QString& gene) {
+        if (addRule(gene)) QTimer::singleShot(0, d->search, &QLineEdit::clear);
+    });
 
     // Rule rows.
     d->rows_box = new QWidget(this);
@@ -176,30 +183,24 @@ void FilterPanel::buildUi() {
     d->error->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
     d->error->setStyleSheet(QStringLiteral("color: #c0392b;"));
     d->error->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    d->error->setWordWrap(true);  // a long message stays inside the dock
     d->error->hide();
     layout->addWidget(d->error);
 
     // Options.
     auto* options = new QHBoxLayout;
-    d->layer = new QComboBox(this);
-    d->layer->addItem(tr("log-normalised"), static_cast<int>(ValueLayer::LogNorm));
-    d->layer->addItem(tr("raw values"), static_cast<int>(ValueLayer::Counts));
-    d->layer->setToolTip(tr("log-normalised: ln(1 + x * 10,000 / cell total); raw: X as stored"));
     d->style = new QComboBox(this);
     d->style->addItem(tr("hide others"), static_cast<int>(PlotView::MaskStyle::Hide));
     d->style->addItem(tr("dim others"), static_cast<int>(PlotView::MaskStyle::Dim));
     auto* clear = new QPushButton(tr("Clear"), this);
-    options->addWidget(d->layer);
+    d->layer_note = new QLabel(this);
+    d->layer_note->setObjectName(QStringLiteral("filterLayer"));
+    d->layer_note->setToolTip(tr("The values the filter compares: the window's Values switch (toolbar)"));
+    options->addWidget(d->layer_note);
     options->addWidget(d->style);
     options->addStretch(1);
     options->addWidget(clear);
     layout->addLayout(options);
-    connect(d->layer, &QComboBox::currentIndexChanged, this, [this](int index) {
-        if (d->updating || index < 0) return;
-        FilterState after = d->state;
-        after.layer = static_cast<ValueLayer>(d->layer->itemData(index).toInt());
-        commit(after);
-    });
     connect(d->style, &QComboBox::currentIndexChanged, this, [this](int index) {
         if (d->updating || index < 0) return;
         FilterState after = d->state;
@@ -261,6 +262,12 @@ void FilterPanel::setState(const FilterState& state) {
     apply();
 }
 
+void FilterPanel::setValueLayer(ValueLayer layer) {
+    if (d->state.layer == layer) return;
+    d->state.layer = layer;
+    apply();
+}
+
 void FilterPanel::commit(const FilterState& after) {
     if (after == d->state) return;
     const FilterState before = d->state;
@@ -302,6 +309,12 @@ bool FilterPanel::addRule(const QString& gene) {
     std::vector<FilterRule> rules = d->parsed.rules;
     FilterRule rule;
     rule.gene = name;
+    for (const FilterRule& existing : rules)
+        if (existing.gene == rule.gene && existing.op == rule.op && existing.value == rule.value &&
+            existing.negated == rule.negated) {
+            showError(tr("'%1 > 0' is already a rule").arg(gene.trimmed()));
+            return false;
+        }
     rules.push_back(rule);
     FilterState after = d->state;
     after.expression = filter_rules_text(rules);
@@ -365,7 +378,7 @@ void FilterPanel::apply() {
     d->updating = true;
     const QString text = QString::fromStdString(d->state.expression);
     if (d->text->text() != text) d->text->setText(text);
-    d->layer->setCurrentIndex(std::max(0, d->layer->findData(static_cast<int>(d->state.layer))));
+    d->layer_note->setText(tr("on %1").arg(QString::fromUtf8(value_layer_label(d->state.layer))));
     d->style->setCurrentIndex(std::max(0, d->style->findData(static_cast<int>(d->state.style))));
     d->updating = false;
     showError(d->parsed.ok ? QString() : QString::fromStdString(d->parsed.message));

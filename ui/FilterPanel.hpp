@@ -3,7 +3,7 @@
 /// kept in sync with the filter's text form (a mistake in the text is shown with a
 /// caret under it); a fuzzy gene search over var names and gene ids to add rules; a
 /// histogram per rule with a brush that turns a dragged range into a "between" rule;
-/// log-normalised or raw values; cells outside the filter hidden or dimmed; the number
+/// the values of the window's Values switch (X, raw/X, log-normalised counts); cells outside the filter hidden or dimmed; the number
 /// of matching cells and their breakdown by cluster; gene sets from a list file that
 /// colour the plot by their mean or score.
 ///
@@ -42,6 +42,7 @@ struct FilterState {
     /// The text form ("" = no filter); rule rows are shown when it is an "or" of "and"s
     /// of comparisons (FilterRulesParse::representable).
     std::string expression;
+    /// The values compared: set by the window (setValueLayer), not by the panel.
     ValueLayer layer = ValueLayer::LogNorm;
     PlotView::MaskStyle style = PlotView::MaskStyle::Hide;
 
@@ -69,6 +70,9 @@ public:
     FilterState state() const;
     /// Applies `state` without emitting filterChanged (for undo / redo).
     void setState(const FilterState& state);
+    /// The values the filter compares (the window's one Values switch, shared with the
+    /// plot's gene colouring): re-evaluates in `layer` without emitting filterChanged.
+    void setValueLayer(ValueLayer layer);
     /// The one entry point of every user change: emits filterChanged(state(), after)
     /// when they differ, then applies `after`.
     void commit(const FilterState& after);

@@ -29,6 +29,7 @@
 #include <QSignalBlocker>
 #include <QSettings>
 #include <QSlider>
+#include <QStandardItemModel>
 #include <QStatusBar>
 #include <QStringListModel>
 #include <QTabWidget>
@@ -45,12 +46,14 @@
 #include "ui/JobWatcher.hpp"
 #include "ui/PipelinePanel.hpp"
 #include "ui/PlotView.hpp"
+#include "ui/QcPanel.hpp"
 #include "ui/CellSelection.hpp"
 #include "ui/Session.hpp"
 #include "ui/StateCommand.hpp"
 #include "ui/SelectionController.hpp"
 #include "ui/SelectionWorkflow.hpp"
 #include "ui/MarkersPanel.hpp"
+#include "ui/MarkerPlots.hpp"
 #ifdef FATHOM_HAS_VTK
 #include "ui/vtk/Embedding3DDock.hpp"
 #endif
@@ -113,6 +116,10 @@ struct MainWindow::Private {
     PlotView* plot = nullptr;
     PipelinePanel* pipeline = nullptr;
     DatasetPanel* dataset = nullptr;
+    QcPanel* qc = nullptr;
+    MarkerPlotsPanel* marker_plots = nullptr;
+    QDockWidget* marker_plots_dock = nullptr;
+    QTabWidget* analysis_tabs = nullptr;
     FilterPanel* filter = nullptr;
     QPlainTextEdit* log = nullptr;
     QProgressBar* progress = nullptr;
@@ -123,6 +130,8 @@ struct MainWindow::Private {
     QLineEdit* gene_edit = nullptr;
     QStringListModel* gene_names = nullptr;
     QComboBox* embedding_combo = nullptr;
+    QComboBox* layer_combo = nullptr;   ///< the one Values switch (plot gene colour and filters)
+    ValueLayer value_layer = ValueLayer::LogNorm;
     QComboBox* order_combo = nullptr;
     QComboBox* density_combo = nullptr;
     QSlider* size_slider = nullptr;
@@ -140,6 +149,7 @@ struct MainWindow::Private {
     QUndoStack* undo = nullptr;
     SelectionWorkflow* selection = nullptr;
     bool has_results = false;        ///< a pipeline run finished on the open dataset
+    bool unsaved = false;            ///< results, selections or annotations made since the last open or session save
     PipelineSettings last_run;       ///< its settings (saved in sessions)
 };
 
@@ -154,6 +164,7 @@ MainWindow::MainWindow(EngineConfig config, bool interactive, QWidget* parent)
 
     d->plot = new PlotView(this);
     d->plot->setObjectName(QStringLiteral("plot"));
+    d->plot->setEmptyHint(tr("Open a dataset: File > Open, or drop a file here"));
     setCentralWidget(d->plot);
     d->undo = new QUndoStack(this);
     d->undo->setUndoLimit(200);
@@ -163,6 +174,16 @@ MainWindow::MainWindow(EngineConfig config, bool interactive, QWidget* parent)
     buildToolbar();
     buildMenus();
     connectStateHooks();
+    // Selections, filters and annotations (all on the undo stack) are work to keep.
+    connect(d->undo, &QUndoStack::indexChanged, this, [this] {
+        if (!d->undo->isClean()) d->unsaved = true;
+    });
+    connect(this, &MainWindow::sessionSaved, this, [this](bool ok, const QString&) {
+        if (ok) d->unsaved = false;
+    });
+    connect(this, &MainWindow::sessionRestored, this, [this](bool ok, const QString&) {
+        if (ok) d->unsaved = false;
+    });
 
     d->progress = new QProgressBar(this);
     d->progress->setRange(0, 1000);
@@ -192,7 +213,11 @@ MainWindow::MainWindow(EngineConfig config, bool interactive, QWidget* parent)
         d->frame_label_clock.start();
         const auto& stats = d->plot->stats();
         const double ms = stats.frame_interval_ms > 0.0 ? stats.frame_interval_ms : stats.last_paint_ms;
-        d->frame_label->setText(tr("%1 / %2 cells  %3 ms")
+        if (d->plot->numPoints() == 0) {
+            d->frame_label->clear();  // no "0 / 0 cells" while nothing is shown
+            return;
+        }
+        d->frame_label->setText(tr("%1 / %2 cells  frame %3 ms")
                                     .arg(QLocale(QLocale::English).toString(static_cast<qlonglong>(d->plot->visiblePoints())),
                                          QLocale(QLocale::English).toString(static_cast<qlonglong>(d->plot->numPoints())))
                                     .arg(ms, 0, 'f', 1));
@@ -286,6 +311,9 @@ void MainWindow::buildMenus() {
 #else
     view->addAction(tr("3-D view (built without VTK)"))->setEnabled(false);
 #endif
+    QAction* plots = d->marker_plots_dock->toggleViewAction();
+    plots->setText(tr("&Marker plots"));
+    view->addAction(plots);
     QMenu* analysis = menuBar()->addMenu(tr("&Analysis"));
     QAction* run = analysis->addAction(tr("&Run pipeline"));
     run->setShortcut(Qt::CTRL | Qt::Key_R);
@@ -294,7 +322,11 @@ void MainWindow::buildMenus() {
     cancel->setShortcut(Qt::Key_Escape);
     connect(cancel, &QAction::triggered, this, &MainWindow::cancelJobs);
     QMenu* selection = menuBar()->addMenu(tr("&Selection"));
+    // The selection tools get a row of their own so that they are never in the plot
+    // toolbar's overflow menu at the default size.
+    addToolBarBreak();
     QToolBar* tools = addToolBar(tr("Selection"));
+    tools->setMovable(false);
     tools->setObjectName(QStringLiteral("selectionToolbar"));
     d->selection->addActions(tools, edit, selection);
 }
@@ -305,13 +337,15 @@ void MainWindow::connectStateHooks() {
         auto pushing = std::make_shared<bool>(true);  // push() calls redo(); the panel already shows `after`
         d->undo->push(new StateCommand<FilterState>(tr("Filter"), before, after, [this, pushing](const FilterState& state) {
             if (std::exchange(*pushing, false)) return;
-            d->filter->setState(state);
+            FilterState restored = state;
+            restored.layer = d->value_layer;  // the layer is the window's switch, not part of the undo
+            d->filter->setState(restored);
         }));
     });
     connect(this, &MainWindow::sessionSaving, this, [this](SessionState* state) {
         const FilterState filter = d->filter->state();
         state->filter.expression = filter.expression;
-        state->filter.layer = filter.layer == ValueLayer::Counts ? "counts" : "lognorm";
+        state->filter.layer = value_layer_key(filter.layer);
         state->filter.mode = filter.style == PlotView::MaskStyle::Dim ? "dim" : "hide";
         state->selections.clear();
         if (const auto cells = d->selection->controller()->selection(); cells && !cells->empty())
@@ -358,7 +392,12 @@ void MainWindow::connectStateHooks() {
         }
         FilterState filter;
         filter.expression = state.filter.expression;
-        filter.layer = state.filter.layer == "counts" ? ValueLayer::Counts : ValueLayer::LogNorm;
+        // The saved layer becomes the window's one Values switch (raw/X only where the file has one).
+        ValueLayer layer = d->value_layer;
+        if (parse_value_layer(state.filter.layer, layer) && !setValueLayer(layer))
+            log(tr("session: values '%1' are not in this dataset; showing %2")
+                    .arg(QString::fromStdString(state.filter.layer), QString::fromUtf8(value_layer_label(d->value_layer))));
+        filter.layer = d->value_layer;
         filter.style = state.filter.mode == "dim" ? PlotView::MaskStyle::Dim : PlotView::MaskStyle::Hide;
         d->filter->setState(filter);
     });
@@ -385,20 +424,41 @@ void MainWindow::buildToolbar() {
         colorBy(d->color_combo->itemData(index).toString());
     });
     d->gene_edit = new QLineEdit(this);
+    d->gene_edit->setObjectName(QStringLiteral("geneBox"));
     d->gene_edit->setPlaceholderText(tr("gene, e.g. CD3E"));
     d->gene_edit->setClearButtonEnabled(true);
+    d->gene_edit->setMinimumWidth(110);
     d->gene_edit->setMaximumWidth(160);
     d->gene_names = new QStringListModel(this);
     auto* completer = new QCompleter(d->gene_names, this);
     completer->setCaseSensitivity(Qt::CaseInsensitive);
     completer->setFilterMode(Qt::MatchStartsWith);
     d->gene_edit->setCompleter(completer);
+    // Clicking a suggestion colours by it (as Enter does).
+    connect(completer, qOverload<const QString&>(&QCompleter::activated), this, [this](const QString& gene) {
+        if (gene.trimmed().isEmpty()) return;
+        d->color_chosen_by_user = true;
+        colorBy(QStringLiteral("gene:") + gene.trimmed());
+    });
     bar->addWidget(d->gene_edit);
     connect(d->gene_edit, &QLineEdit::returnPressed, this, [this] {
         const QString gene = d->gene_edit->text().trimmed();
         if (gene.isEmpty()) return;
         d->color_chosen_by_user = true;
         colorBy(QStringLiteral("gene:") + gene);
+    });
+    bar->addWidget(new QLabel(tr(" Values "), this));
+    d->layer_combo = new QComboBox(this);
+    d->layer_combo->setObjectName(QStringLiteral("valueLayer"));
+    d->layer_combo->addItem(tr("X as stored"), static_cast<int>(ValueLayer::Counts));
+    d->layer_combo->addItem(tr("raw/X"), static_cast<int>(ValueLayer::Raw));
+    d->layer_combo->addItem(tr("log-normalised counts"), static_cast<int>(ValueLayer::LogNorm));
+    d->layer_combo->setToolTip(tr("Values of a gene for colouring and filters: X as the file stores it; the file's "
+                                  "raw/X (as Scanpy's use_raw); or ln(1 + x * 10,000 / cell total) of raw counts"));
+    bar->addWidget(d->layer_combo);
+    connect(d->layer_combo, &QComboBox::currentIndexChanged, this, [this](int index) {
+        if (d->updating_controls || index < 0) return;
+        setValueLayer(static_cast<ValueLayer>(d->layer_combo->itemData(index).toInt()));
     });
     bar->addSeparator();
     bar->addWidget(new QLabel(tr(" Order "), this));
@@ -467,6 +527,14 @@ void MainWindow::buildDocks() {
     scroll->setFrameShape(QFrame::NoFrame);
     tabs->addTab(scroll, tr("Pipeline"));
     tabs->addTab(d->dataset, tr("Dataset"));
+    d->qc = new QcPanel(d->pipeline, this);
+    d->qc->setObjectName(QStringLiteral("qcPanel"));
+    auto* qc_scroll = new QScrollArea(this);
+    qc_scroll->setWidget(d->qc);
+    qc_scroll->setWidgetResizable(true);
+    qc_scroll->setFrameShape(QFrame::NoFrame);
+    tabs->addTab(qc_scroll, tr("QC"));
+    d->analysis_tabs = tabs;
     auto* left = new QDockWidget(tr("Analysis"), this);
     left->setObjectName(QStringLiteral("analysisDock"));
     left->setWidget(tabs);
@@ -508,6 +576,44 @@ void MainWindow::buildDocks() {
     markers->setWidget(d->selection->markersPanel());
     markers->setFeatures(QDockWidget::DockWidgetMovable | QDockWidget::DockWidgetFloatable | QDockWidget::DockWidgetClosable);
     addDockWidget(Qt::RightDockWidgetArea, markers);
+    d->marker_plots = new MarkerPlotsPanel([this] { return d->engine.get(); }, d->watcher, this);
+    d->marker_plots->setObjectName(QStringLiteral("markerPlots"));
+    auto* plots = new QDockWidget(tr("Marker plots"), this);
+    plots->setObjectName(QStringLiteral("markerPlotsDock"));
+    plots->setWidget(d->marker_plots);
+    plots->setFeatures(QDockWidget::DockWidgetMovable | QDockWidget::DockWidgetFloatable | QDockWidget::DockWidgetClosable);
+    addDockWidget(Qt::BottomDockWidgetArea, plots);
+    tabifyDockWidget(bottom, plots);
+    plots->hide();  // shown with the first column markers (View menu: Marker plots)
+    bottom->raise();
+    d->marker_plots_dock = plots;
+    connect(d->selection, &SelectionWorkflow::columnMarkersReady, this, [this](const ObsMarkers& markers) {
+        const Column* column = d->snapshot->obs ? d->snapshot->obs->find(markers.groupby) : nullptr;
+        std::vector<std::int32_t> codes;
+        std::vector<std::string> categories;
+        if (const auto* categorical = column ? std::get_if<CategoricalColumn>(&column->data) : nullptr) {
+            codes = categorical->codes;
+            categories = categorical->categories;
+        } else if (const auto* flags = column ? std::get_if<BoolColumn>(&column->data) : nullptr) {
+            categories = {"False", "True"};
+            for (std::size_t row = 0; row < flags->values.size(); ++row)
+                codes.push_back(!flags->missing.empty() && flags->missing[row] ? -1 : flags->values[row] ? 1 : 0);
+        } else {
+            return;
+        }
+        d->marker_plots->showMarkers(markers, std::move(codes), std::move(categories));
+        d->marker_plots_dock->show();
+        d->marker_plots_dock->raise();
+        // Once the dock is laid out: room for a plot of every group.
+        QTimer::singleShot(0, this, [this] {
+            resizeDocks({d->marker_plots_dock}, {std::max(300, height() / 2)}, Qt::Vertical);
+        });
+    });
+    connect(d->selection->markersPanel(), &MarkersPanel::geneActivated, this, [this](const QString& gene) {
+        d->color_chosen_by_user = true;
+        d->gene_edit->setText(gene);
+        colorBy(QStringLiteral("gene:") + gene);
+    });
 #ifdef FATHOM_HAS_VTK
     d->view3d = new Embedding3DDock(d->plot, this);
     d->view3d->setFeatures(QDockWidget::DockWidgetClosable | QDockWidget::DockWidgetMovable |
@@ -532,6 +638,39 @@ void MainWindow::refreshObs(const QString& color_key) {
     if (d->snapshot->obs && d->snapshot->obs->find(key.toStdString())) colorBy(key);
 }
 PipelinePanel* MainWindow::pipelinePanel() const { return d->pipeline; }
+QcPanel* MainWindow::qcPanel() const { return d->qc; }
+MarkerPlotsPanel* MainWindow::markerPlots() const { return d->marker_plots; }
+void MainWindow::showAnalysisTab(const QString& name) {
+    for (int index = 0; index < d->analysis_tabs->count(); ++index)
+        if (d->analysis_tabs->tabText(index) == name) d->analysis_tabs->setCurrentIndex(index);
+}
+ValueLayer MainWindow::valueLayer() const { return d->value_layer; }
+
+bool MainWindow::setValueLayer(ValueLayer layer) {
+    const bool has_raw = d->snapshot->dataset && d->snapshot->dataset->has_raw;
+    if (layer == ValueLayer::Raw && !has_raw) {
+        log(tr("values: this dataset has no raw/X"));
+        return false;
+    }
+    const bool changed = layer != d->value_layer;
+    d->value_layer = layer;
+    d->updating_controls = true;
+    d->layer_combo->setCurrentIndex(std::max(0, d->layer_combo->findData(static_cast<int>(layer))));
+    d->updating_controls = false;
+    d->filter->setValueLayer(layer);
+    if (changed && d->color_key.startsWith(QStringLiteral("gene:"))) colorBy(d->color_key);
+    return true;
+}
+
+void MainWindow::syncValueLayerChoices() {
+    const bool has_raw = d->snapshot->dataset && d->snapshot->dataset->has_raw;
+    const bool counts = d->snapshot->dataset && d->snapshot->dataset->integer_counts;
+    auto* model = qobject_cast<QStandardItemModel*>(d->layer_combo->model());
+    if (QStandardItem* raw = model ? model->item(d->layer_combo->findData(static_cast<int>(ValueLayer::Raw))) : nullptr)
+        raw->setEnabled(has_raw);
+    if (QStandardItem* lognorm = model ? model->item(d->layer_combo->findData(static_cast<int>(ValueLayer::LogNorm))) : nullptr)
+        lognorm->setToolTip(counts ? QString() : tr("X does not hold raw counts: ln(1 + x * 1e4 / total) of these values is not a normalisation"));
+}
 DatasetPanel* MainWindow::datasetPanel() const { return d->dataset; }
 FilterPanel* MainWindow::filterPanel() const { return d->filter; }
 JobWatcher* MainWindow::jobWatcher() const { return d->watcher; }
@@ -595,10 +734,13 @@ bool MainWindow::openFile(const QString& path) {
         return false;
     }
     d->watcher->cancel(QStringLiteral("pipeline"));
+    const bool reload = d->run_after_open;  // the same file again, on other devices
     d->current_path = QFileInfo(path).absoluteFilePath();
     d->frame_sequence = 0;
     d->color_chosen_by_user = false;
     d->has_results = false;
+    if (!reload) resetDatasetState();
+    d->unsaved = false;
     log(tr("open: %1").arg(d->current_path));
     setBusy(true);
     const JobHandle handle = d->engine->open(d->current_path.toStdString());
@@ -612,6 +754,12 @@ bool MainWindow::openFile(const QString& path) {
         }
         addRecentFile(d->current_path);
         setWindowTitle(QStringLiteral("Fathom — %1").arg(QFileInfo(d->current_path).fileName()));
+        if (const auto opened = d->engine->snapshot(); opened->dataset) {
+            // Genes are shown as Scanpy's plots show them for this kind of file.
+            d->snapshot = opened;
+            syncValueLayerChoices();
+            setValueLayer(default_value_layer(*opened->dataset));
+        }
         applySnapshot(false);
         const auto& shape = d->snapshot->dataset->shape;
         log(tr("opened %1: %2 cells x %3 genes in %4")
@@ -627,6 +775,26 @@ bool MainWindow::openFile(const QString& path) {
         }
     });
     return true;
+}
+
+void MainWindow::resetDatasetState() {
+    // Nothing indexed by the previous dataset's cells or chosen for its contents survives;
+    // view preferences (theme, sizes, draw order, docks) do.
+    d->watcher->cancel(QStringLiteral("gene"));
+    d->watcher->cancel(QStringLiteral("filter"));
+    d->watcher->cancel(QStringLiteral("markers"));
+    ++d->gene_request;
+    d->color_key.clear();
+    d->gene_edit->clear();
+    d->selection->reset();
+    d->marker_plots->clear();
+    FilterState filter;
+    filter.layer = d->value_layer;
+    d->filter->setState(filter);
+    d->undo->clear();
+    d->pipeline->setSettings(PipelineSettings{});
+    d->last_run = PipelineSettings{};
+    d->plot->setUniformColor();
 }
 
 bool MainWindow::runPipeline() {
@@ -685,6 +853,7 @@ void MainWindow::startPipelineJob() {
         setBusy(d->watcher->isWatching(QStringLiteral("open")));
         if (status.state != JobState::Succeeded) {
             reportFailure(tr("pipeline"), status);
+            restoreLastCompleteState();
             emit pipelineFinished(false, QString::fromStdString(status.message), static_cast<int>(status.failure));
             return;
         }
@@ -697,10 +866,30 @@ void MainWindow::startPipelineJob() {
         for (const auto& warning : d->engine->snapshot()->warnings)
             log(tr("pipeline: warning: %1").arg(QString::fromStdString(warning)));
         d->has_results = true;
+        d->unsaved = true;
         d->last_run = settings;
         applySnapshot(true);
         emit pipelineFinished(true, QString(), 0);
     });
+}
+
+void MainWindow::restoreLastCompleteState() {
+    // A cancelled or failed run may have left UMAP frames on screen that look like a
+    // result: show the engine's last complete state again (its cells, embedding, colours).
+    if (d->frame_sequence == 0) return;
+    d->frame_sequence = 0;
+    d->snapshot = d->engine->snapshot();
+    const auto it = d->snapshot->obsm.find(d->embedding_key.toStdString());
+    if (d->embedding_key.isEmpty() || it == d->snapshot->obsm.end()) {
+        applySnapshot(false);
+        return;
+    }
+#ifdef FATHOM_HAS_VTK
+    d->view3d->setSnapshot(*d->snapshot);
+#endif
+    const DenseMatrix<float>& matrix = *it->second;
+    d->plot->setPositions(matrix.data(), matrix.rows(), matrix.cols(), PlotView::FitPolicy::FitUnlessUserMoved);
+    if (!d->color_key.isEmpty()) colorBy(d->color_key);
 }
 
 void MainWindow::cancelJobs() {
@@ -739,6 +928,7 @@ void MainWindow::applySnapshot(bool after_pipeline) {
     }
     const AnalysisSnapshot& snapshot = *d->snapshot;
     d->dataset->setSummary(snapshot.dataset.get());
+    d->qc->setSnapshot(d->snapshot);
     d->filter->setSnapshot(d->snapshot);
     QStringList genes;
     if (snapshot.var)
@@ -751,7 +941,13 @@ void MainWindow::applySnapshot(bool after_pipeline) {
     for (const auto& [key, matrix] : snapshot.obsm)
         if (matrix && matrix->rows() == rows && matrix->cols() >= 2) keys << QString::fromStdString(key);
     QString key = d->embedding_key;
-    if (after_pipeline && keys.contains(QStringLiteral("X_umap"))) key = QStringLiteral("X_umap");
+    // After a run show its UMAP: X_umap, or X_umap_fathom where the file brought its own.
+    if (after_pipeline)
+        for (const char* result : {"X_umap_fathom", "X_umap"})
+            if (keys.contains(QString::fromUtf8(result))) {
+                key = QString::fromUtf8(result);
+                break;
+            }
     if (!keys.contains(key)) {
         key.clear();
         for (const char* preferred : {"X_umap", "X_tsne", "X_pca"})
@@ -773,6 +969,8 @@ void MainWindow::applySnapshot(bool after_pipeline) {
     if (key.isEmpty()) {
         d->embedding_key.clear();
         d->plot->setPositions(std::vector<float>{});
+        d->plot->setEmptyHint(tr("No 2-D embedding in this dataset yet:\nrun the pipeline (Ctrl+R) to compute a UMAP"));
+        d->frame_label->clear();
         log(tr("no 2-D embedding yet: run the pipeline"));
         return;
     }
@@ -819,6 +1017,12 @@ void MainWindow::refreshColorChoices() {
             d->color_combo->addItem(QStringLiteral("%1  [%2]").arg(name, QString::fromUtf8(column.type_name())), name);
         }
     }
+    QStringList groupings;
+    if (d->snapshot->obs)
+        for (const Column& column : d->snapshot->obs->columns())
+            if (std::holds_alternative<CategoricalColumn>(column.data) || std::holds_alternative<BoolColumn>(column.data))
+                groupings << QString::fromStdString(column.name);
+    d->selection->markersPanel()->setGroupingColumns(groupings);
     if (d->color_key.startsWith(QStringLiteral("gene:"))) d->color_combo->addItem(d->color_key, d->color_key);
     const int at = d->color_combo->findData(d->color_key);
     d->color_combo->setCurrentIndex(std::max(0, at));
@@ -853,7 +1057,7 @@ bool MainWindow::colorBy(const QString& key) {
         d->watcher->cancel(QStringLiteral("gene"));  // the latest request wins
         const std::uint64_t request = ++d->gene_request;
         d->gene_timer.start();
-        const Pending<GeneValues> pending = d->engine->gene_values(gene.toStdString(), ValueLayer::LogNorm);
+        const Pending<GeneValues> pending = d->engine->gene_values(gene.toStdString(), d->value_layer);
         d->watcher->watch(pending.handle(), QStringLiteral("gene"), [this, pending, key, request, finish](const JobStatus& status) {
             if (request != d->gene_request) return;  // superseded
             const auto values = pending.value();
@@ -875,7 +1079,9 @@ bool MainWindow::colorBy(const QString& key) {
                 return;
             }
             const double query_ms = static_cast<double>(d->gene_timer.nsecsElapsed()) * 1e-6;
-            d->plot->setContinuous(QStringLiteral("%1 (log-norm)").arg(QString::fromStdString(values->gene)), values->values);
+            d->plot->setContinuous(QStringLiteral("%1 (%2)").arg(QString::fromStdString(values->gene),
+                                                                 QString::fromUtf8(value_layer_label(values->layer))),
+                                   values->values);
             log(tr("colour by %1: values in %2 ms").arg(key).arg(query_ms, 0, 'f', 1));
             finish(key);
         });
@@ -996,7 +1202,20 @@ void MainWindow::dropEvent(QDropEvent* event) {
     openFile(path);
 }
 
+bool MainWindow::hasUnsavedChanges() const { return d->unsaved; }
+
 void MainWindow::closeEvent(QCloseEvent* event) {
+    if (d->interactive && d->unsaved) {
+        const auto answer = QMessageBox::question(
+            this, tr("Fathom"),
+            tr("The analysis, selections or annotations of %1 are not saved in a session.\nQuit anyway?")
+                .arg(QFileInfo(d->current_path).fileName()),
+            QMessageBox::Yes | QMessageBox::Cancel, QMessageBox::Cancel);
+        if (answer != QMessageBox::Yes) {
+            event->ignore();
+            return;
+        }
+    }
     d->watcher->cancelAll();
     QMainWindow::closeEvent(event);
 }

@@ -33,6 +33,8 @@ class FilterPanel;
 class JobWatcher;
 class PipelinePanel;
 class PlotView;
+class QcPanel;
+class MarkerPlotsPanel;
 class SelectionWorkflow;
 
 /// Main window of `fathom`.
@@ -56,6 +58,12 @@ public:
     /// Gene values arrive asynchronously (coloringApplied / coloringFailed).
     /// False when the key is unknown.
     bool colorBy(const QString& key);
+    /// The values a gene colouring and the filter dock show: X as stored, raw/X or
+    /// log-normalised counts. Opening a dataset sets default_value_layer() of it.
+    ValueLayer valueLayer() const;
+    /// The one Values switch: re-colours a gene colouring and re-evaluates the filter in
+    /// `layer`. False (nothing changed) for raw/X on a dataset without one.
+    bool setValueLayer(ValueLayer layer);
     /// Shows obsm[key] (first two columns) in the plot. False when absent.
     bool showEmbedding(const QString& key);
 
@@ -70,6 +78,12 @@ public:
     void refreshObs(const QString& color_key = QString());
     PipelinePanel* pipelinePanel() const;
     DatasetPanel* datasetPanel() const;
+    /// The QC view (a tab of the analysis dock): QC metrics and the pipeline's cell filters.
+    QcPanel* qcPanel() const;
+    /// The "Marker plots" dock: dot / violin / matrix plots of a column's markers.
+    MarkerPlotsPanel* markerPlots() const;
+    /// Shows the analysis dock's tab named `name` ("Pipeline", "Dataset", "QC", "Plots").
+    void showAnalysisTab(const QString& name);
     /// The marker-gene filter dock (its filterChanged signal is the undo hook).
     FilterPanel* filterPanel() const;
     JobWatcher* jobWatcher() const;
@@ -86,6 +100,9 @@ public:
     QStringList recentFiles() const;
     /// Whether an open or pipeline job is running.
     bool busy() const;
+    /// Results, selections, filters or annotations made since the dataset was opened or the
+    /// session last saved or restored (closing the window asks first when interactive).
+    bool hasUnsavedChanges() const;
     /// Whether a pipeline run finished on the open dataset, and its settings.
     bool hasResults() const;
     PipelineSettings lastRunSettings() const;
@@ -94,7 +111,8 @@ public:
     /// Writes the plot as a figure (PNG / SVG / PDF by extension; FigureExport.hpp); the
     /// embedding key defaults to the one shown. False with `error` set (also logged).
     bool exportFigure(const QString& path, FigureOptions options, QString* error = nullptr);
-    /// Starts writing the analysis as h5ad (X = raw counts when `include_matrix`);
+    /// Starts writing the analysis as h5ad (with `include_matrix`, X of the analysed cells as
+    /// the file stores it: raw counts, or an analysed file's processed values);
     /// dataExported reports the end. False when no dataset is open.
     bool exportH5ad(const QString& path, bool include_matrix);
     /// Starts writing Loupe-style CSVs into `folder`; dataExported reports the end.
@@ -153,6 +171,12 @@ private:
     void onProgress(const QString& label, const JobStatus& status);
     void applySnapshot(bool after_pipeline);
     void refreshColorChoices();
+    void syncValueLayerChoices();
+    /// After a cancelled or failed run: the last complete state instead of UMAP frames.
+    void restoreLastCompleteState();
+    /// A new dataset: forget the previous one's selection, reference, markers, filter,
+    /// gene colouring, gene box text and pipeline settings.
+    void resetDatasetState();
     void pollEmbeddingFrame();
     void addRecentFile(const QString& path);
     void rebuildRecentMenu();

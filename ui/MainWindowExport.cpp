@@ -48,7 +48,14 @@ bool MainWindow::exportFigure(const QString& path, FigureOptions options, QStrin
     QElapsedTimer clock;
     clock.start();
     QString problem;
-    if (!export_figure(*plotView(), path, options, &problem)) {
+    // Without the selection's highlight: the plot draws the figure with no selection,
+    // then gets it back (its own view and colours are untouched).
+    const SharedCellSet selection = plotView()->selection();
+    const bool unselect = options.ignore_selection && !selection->empty();
+    if (unselect) plotView()->setSelection(nullptr);
+    const bool written = export_figure(*plotView(), path, options, &problem);
+    if (unselect) plotView()->setSelection(selection);
+    if (!written) {
         log(tr("export figure failed: %1").arg(problem));
         if (error) *error = problem;
         return false;
@@ -137,6 +144,7 @@ void MainWindow::showDataExportDialog() {
     for (const auto& [key, matrix] : current->obsm)
         if (matrix && matrix->cols() >= 2) projections << QString::fromStdString(key);
     DataExportDialog dialog(categories, projections, !current->markers.empty(), this);
+    dialog.setIntegerCounts(current->dataset->integer_counts);
     if (dialog.exec() != QDialog::Accepted) return;
     if (dialog.csv()) exportCsv(dialog.path(), dialog.csvOptions());
     else exportH5ad(dialog.path(), dialog.includeMatrix());

@@ -1,10 +1,13 @@
 #pragma once
-/// Marker genes of the selection: a sortable table (gene, score, logfc, pval, pval_adj,
-/// pct in / out) with the buttons that ask for them (selection vs rest, selection vs a
-/// stored reference selection) and export them as CSV. The panel only shows and asks;
+/// Marker genes: a sortable table (gene, score, logfc, pval, pval_adj, % of cells
+/// expressing in / out) with the buttons that ask for them (selection vs rest, selection
+/// vs a stored reference selection, every group of a categorical obs column vs rest),
+/// a group chooser for a column's result, and CSV export. Double-clicking a gene asks
+/// to colour the plot by it. The panel only shows and asks;
 /// SelectionWorkflow talks to the engine.
 #include <QAbstractTableModel>
 #include <QWidget>
+#include <vector>
 
 #include "core/engine/Engine.hpp"
 
@@ -17,7 +20,8 @@ class QTableView;
 namespace fathom::ui {
 
 /// One marker table as a Qt model: a row per gene in rank order; numbers as doubles
-/// (the sort proxy compares them numerically).
+/// (the sort proxy compares them numerically); the pct columns show percentages (the
+/// MarkerGroup holds fractions).
 class MarkerTableModel : public QAbstractTableModel {
     Q_OBJECT
 public:
@@ -42,6 +46,16 @@ public:
 
     /// Shows a result (replaces the table) with a one-line summary.
     void setResult(const MaskMarkers& result);
+    /// Shows every group's table of a column's markers; the group chooser picks one.
+    void setColumnResult(const ObsMarkers& result);
+    /// The group whose table is shown (a column's result); -1 for a selection's result.
+    int currentGroup() const;
+    void setCurrentGroup(int index);
+    /// Categorical obs columns offered for "Markers of column" (kept choice when still there).
+    void setGroupingColumns(const QStringList& columns);
+    QString groupingColumn() const;
+    /// No table, no reference, no status (a new dataset).
+    void clear();
     /// Status line (progress, errors).
     void setStatus(const QString& text);
     QString status() const;
@@ -61,6 +75,10 @@ signals:
     /// Store the current selection as the reference.
     void referenceRequested();
     void exportRequested();
+    /// Markers of every group of the obs column `column` against the rest.
+    void columnMarkersRequested(const QString& column);
+    /// A gene of the table was double-clicked.
+    void geneActivated(const QString& gene);
 
 private:
     MarkerTableModel* m_model;
@@ -71,6 +89,10 @@ private:
     QLabel* m_reference;
     QPushButton* m_versus_reference;
     QPushButton* m_export;
+    QComboBox* m_column;       ///< categorical obs columns
+    QComboBox* m_group;        ///< the group of a column's result shown
+    std::vector<MarkerGroup> m_column_groups;
+    QString m_column_summary;
 };
 
 }  // namespace fathom::ui

@@ -110,6 +110,9 @@ struct PlotView::Private {
     // ---- view ----
     ViewTransform view;
     bool fit_pending = true;
+    double legend_reserved_px = 0.0;  ///< right strip kept free of points for the legend (last frame's width)
+    QRectF legend_rect;               ///< the legend as drawn in the last frame (widget coordinates)
+    QString empty_hint;  ///< shown on the canvas while there are no points
     bool user_moved = false;
     float point_size = 3.0f;
     bool auto_point_size = true;
@@ -278,6 +281,13 @@ void PlotView::setPositions(std::vector<float> xy, FitPolicy fit) {
     }
     markSceneDirty(true);
 }
+
+void PlotView::setEmptyHint(const QString& text) {
+    d->empty_hint = text;
+    update();
+}
+
+QString PlotView::emptyHint() const { return d->num_points == 0 ? d->empty_hint : QString(); }
 
 void PlotView::setPositions(const float* matrix, std::int64_t rows, std::int64_t cols, FitPolicy fit) {
     std::vector<float> xy(static_cast<std::size_t>(std::max<std::int64_t>(rows, 0)) * 2, 0.0f);
@@ -571,6 +581,7 @@ void PlotView::setTransform(const ViewTransform& transform) {
     d->view = transform;
     d->view.set_viewport(width(), height());
     d->fit_pending = false;
+    d->user_moved = true;  // an explicit view (a restored session): no refit for the legend
     markSceneDirty(false);
     emit viewChanged();
 }
@@ -697,6 +708,8 @@ std::int64_t PlotView::pickCell(QPointF position, double radius_px) const {
     });
 }
 
+QRectF PlotView::legendRect() const { return d->legend_rect; }
+
 QRectF PlotView::legendEntryRect(int category) const {
     if (category < 0 || static_cast<std::size_t>(category) >= d->legend_rects.size()) return {};
     return d->legend_rects[category];
@@ -799,6 +812,8 @@ void PlotView::releaseGl() {
 
 void PlotView::resizeGL(int width, int height) {
     d->view.set_viewport(width, height);
+    // A view the user did not move follows the widget's size (a dock opened or closed).
+    if (!d->user_moved) d->fit_pending = true;
     markSceneDirty(false);
 }
 
@@ -1071,7 +1086,8 @@ void PlotView::paintGL() {
     }
     d->view.set_viewport(width(), height());
     if (d->fit_pending && !d->bounds.empty()) {
-        d->view.fit(d->bounds);
+        // The legend sits to the right of the points, not over them.
+        d->view.fit_left_of(d->bounds, d->legend_reserved_px);
         d->fit_pending = false;
         d->scene_dirty = true;
     }
@@ -1259,24 +1275,49 @@ void PlotView::buildOverlay() {
                 ImGui::SameLine();
                 if (ImGui::SmallButton("reset")) resetValueRange();
             }
+            const ImVec2 position = ImGui::GetWindowPos(), extent = ImGui::GetWindowSize();
+            if (!settling) d->legend_rect = QRectF(position.x, position.y, extent.x, extent.y);
         }
         ImGui::End();
     }
-
-    // Frame time and visible points.
-    ImGui::SetNextWindowPos(ImVec2(margin, display.y - margin), ImGuiCond_Always, ImVec2(0.0f, 1.0f));
-    ImGui::SetNextWindowBgAlpha(0.65f);
-    if (ImGui::Begin("##stats", nullptr, flags | ImGuiWindowFlags_NoInputs)) {
-        const double frame_ms = d->stats.frame_interval_ms > 0.0 ? d->stats.frame_interval_ms : d->stats.last_paint_ms;
-        ImGui::Text("%s / %s cells  |  %.1f ms  |  %s", format_count(d->visible_count).toUtf8().constData(),
-                    format_count(d->num_points).toUtf8().constData(), frame_ms,
-                    densityActive() ? "density" : "points");
-        if (!d->selection->empty())
-            ImGui::Text("%s selected", format_count(static_cast<std::int64_t>(d->selection->size())).toUtf8().constData());
-        if (d->uploaded < d->num_points)
-            ImGui::Text("uploading %.0f%%", 100.0 * static_cast<double>(d->uploaded) / std::max<std::int64_t>(1, d->num_points));
+    const double wanted = d->kind == ColorKind::Uniform || d->legend_rect.isEmpty()
+                              ? 0.0
+                              : d->legend_rect.width() + 2.0 * margin;
+    if (d->kind == ColorKind::Uniform) d->legend_rect = QRectF();
+    if (std::abs(wanted - d->legend_reserved_px) > 1.0) {
+        // A legend of another width: refit unless the user moved the view.
+        d->legend_reserved_px = wanted;
+        if (!d->user_moved) {
+            d->fit_pending = true;
+            update();
+        }
     }
-    ImGui::End();
+
+    if (d->num_points == 0 && !d->empty_hint.isEmpty()) {
+        // Nothing to draw: say what would put something here.
+        ImGui::SetNextWindowPos(ImVec2(display.x * 0.5f, display.y * 0.5f), ImGuiCond_Always, ImVec2(0.5f, 0.5f));
+        ImGui::SetNextWindowBgAlpha(0.80f);
+        if (ImGui::Begin("##empty", nullptr, flags | ImGuiWindowFlags_NoInputs))
+            ImGui::TextUnformatted(d->empty_hint.toUtf8().constData());
+        ImGui::End();
+    }
+
+    // Frame time and visible points (nothing while there are no points).
+    if (d->num_points > 0) {
+        ImGui::SetNextWindowPos(ImVec2(margin, display.y - margin), ImGuiCond_Always, ImVec2(0.0f, 1.0f));
+        ImGui::SetNextWindowBgAlpha(0.65f);
+        if (ImGui::Begin("##stats", nullptr, flags | ImGuiWindowFlags_NoInputs)) {
+            const double frame_ms = d->stats.frame_interval_ms > 0.0 ? d->stats.frame_interval_ms : d->stats.last_paint_ms;
+            ImGui::Text("%s / %s cells  |  frame %.1f ms  |  %s", format_count(d->visible_count).toUtf8().constData(),
+                        format_count(d->num_points).toUtf8().constData(), frame_ms,
+                        densityActive() ? "density" : "points");
+            if (!d->selection->empty())
+                ImGui::Text("%s selected", format_count(static_cast<std::int64_t>(d->selection->size())).toUtf8().constData());
+            if (d->uploaded < d->num_points)
+                ImGui::Text("uploading %.0f%%", 100.0 * static_cast<double>(d->uploaded) / std::max<std::int64_t>(1, d->num_points));
+        }
+        ImGui::End();
+    }
 
     if (d->gesture_active && !d->gesture_points.isEmpty()) {
         ImDrawList* draw = ImGui::GetForegroundDrawList();

@@ -86,6 +86,11 @@ public:
     void setPositions(std::vector<float> xy, FitPolicy fit = FitPolicy::Fit);
     /// Positions from the first two columns of a cells x k row-major matrix.
     void setPositions(const float* matrix, std::int64_t rows, std::int64_t cols, FitPolicy fit = FitPolicy::Fit);
+    /// A line shown in the middle of the canvas while there are no points (e.g. "run the
+    /// pipeline to compute an embedding"); empty = none.
+    void setEmptyHint(const QString& text);
+    /// The hint as shown now ("" while there are points).
+    QString emptyHint() const;
     /// Cell names shown by the hover readout (obs index); may be null.
     void setCellNames(std::shared_ptr<const std::vector<std::string>> names);
     /// A categorical annotation the hover readout always shows (e.g. the cluster while
@@ -160,7 +165,7 @@ public:
     void resetView();
     const ViewTransform& transform() const;
     void setTransform(const ViewTransform& transform);
-    /// True once the user panned or zoomed since the last fit.
+    /// True once the user panned or zoomed (or setTransform chose the view) since the last fit.
     bool viewMovedByUser() const;
     /// Fixed point size in pixels (turns automatic size off).
     void setPointSize(float pixels);
@@ -202,6 +207,9 @@ public:
     /// Where the legend drew category `category` in the last frame (widget coordinates);
     /// empty when it was not drawn.
     QRectF legendEntryRect(int category) const;
+    /// The legend (or colour bar) window as drawn in the last frame; empty when none. The
+    /// view is fitted left of it, so that it hides no points until the user pans or zooms.
+    QRectF legendRect() const;
     const Stats& stats() const;
     /// Renders one frame synchronously into the widget's framebuffer and waits for the GL
     /// to finish it; `redraw_scene` forces the point/density layer to be redrawn as a view

@@ -6,9 +6,14 @@
 #include <QPixmap>
 #include <QRegularExpression>
 #include <QTimer>
+#include <memory>
 
 #include "ui/MainWindow.hpp"
+#include "core/engine/settings_schema.hpp"
+#include "ui/MarkerPlots.hpp"
+#include "ui/PipelinePanel.hpp"
 #include "ui/PlotView.hpp"
+#include "ui/SelectionWorkflow.hpp"
 
 namespace fathom::ui {
 
@@ -31,12 +36,16 @@ constexpr int k_picture_timeout_ms = 120000;
 
 QString script_usage() {
     return QStringLiteral(
-        "usage: fathom [FILE] [--run] [--color-by KEY|gene:NAME] [--screenshot OUT.png] [--size WxH]\n"
+        "usage: fathom [FILE] [--run] [--set NAME=VALUE] [--color-by KEY|gene:NAME] [--markers COL] [--tab NAME]\n"
+        "              [--screenshot OUT.png] [--size WxH]\n"
         "              [--export-figure OUT.png|svg|pdf [--figure-size WxHin|mm|cm] [--dpi N]]\n"
         "              [--devices cpu:N|cuda:0,...]\n"
         "  FILE             dataset to open (h5ad, 10x h5, Matrix Market folder) or a session (.fathom.json)\n"
         "  --run            run the analysis pipeline after opening\n"
+        "  --set NAME=VALUE a pipeline setting by its name in `fathom-cli settings` (repeatable)\n"
         "  --color-by KEY   colour by an obs column (e.g. leiden) or gene:NAME\n"
+        "  --markers COL    marker genes of every group of the obs column COL (table and marker plots)\n"
+        "  --tab NAME       show the analysis dock's tab NAME (Pipeline, Dataset, QC)\n"
         "  --screenshot P   write the window's picture to P (PNG) and exit\n"
         "  --size WxH       window size, e.g. 1400x900\n"
         "  --export-figure P  write the plot as a figure (PNG, or SVG / PDF with vector text) and exit\n"
@@ -66,6 +75,29 @@ std::optional<ScriptOptions> parse_script_options(const QStringList& arguments, 
             const auto text = value("--color-by");
             if (!text || text->isEmpty()) return fail(QStringLiteral("--color-by expects KEY or gene:NAME"));
             options.color_by = *text;
+        } else if (argument == QStringLiteral("--set")) {
+            const auto text = value("--set");
+            const qsizetype equals = text ? text->indexOf(QLatin1Char('=')) : -1;
+            if (equals <= 0) return fail(QStringLiteral("--set expects NAME=VALUE (a setting of `fathom-cli settings`)"));
+            const std::string name = text->left(equals).toStdString();
+            const SettingSpec* spec = find_setting(name);
+            if (!spec) return fail(QStringLiteral("--set: unknown setting '%1'").arg(QString::fromStdString(name)));
+            try {
+                const SettingValue setting = parse_setting_value(*spec, text->mid(equals + 1).toStdString());
+                check_setting_value(*spec, setting);
+                set_setting(options.settings, *spec, setting);
+            } catch (const std::exception& problem) {
+                return fail(QStringLiteral("--set %1: %2").arg(*text, QString::fromUtf8(problem.what())));
+            }
+            options.settings_given = true;
+        } else if (argument == QStringLiteral("--markers")) {
+            const auto text = value("--markers");
+            if (!text || text->isEmpty()) return fail(QStringLiteral("--markers expects an obs column"));
+            options.markers = *text;
+        } else if (argument == QStringLiteral("--tab")) {
+            const auto text = value("--tab");
+            if (!text || text->isEmpty()) return fail(QStringLiteral("--tab expects Pipeline, Dataset or QC"));
+            options.tab = *text;
         } else if (argument == QStringLiteral("--screenshot")) {
             const auto text = value("--screenshot");
             if (!text || text->isEmpty()) return fail(QStringLiteral("--screenshot expects a file name"));
@@ -161,6 +193,7 @@ void ScriptRunner::start() {
 }
 
 void ScriptRunner::afterOpen() {
+    if (m_options.settings_given) m_window.pipelinePanel()->setSettings(m_options.settings);
     if (!m_options.run) return afterPipeline();
     connect(&m_window, &MainWindow::pipelineFinished, this, [this](bool ok, const QString& message, int failure) {
         if (m_done) return;
@@ -194,6 +227,26 @@ void ScriptRunner::afterPipeline() {
 }
 
 void ScriptRunner::afterColoring() {
+    if (!m_options.tab.isEmpty()) m_window.showAnalysisTab(m_options.tab);
+    if (!m_options.markers.isEmpty() && !m_markers_started) {
+        m_markers_started = true;
+        auto ready = std::make_shared<QMetaObject::Connection>();
+        auto failed = std::make_shared<QMetaObject::Connection>();
+        *ready = connect(m_window.markerPlots(), &MarkerPlotsPanel::plotsReady, this, [this, ready, failed] {
+            disconnect(*ready);
+            disconnect(*failed);
+            if (!m_done) afterColoring();
+        });
+        *failed = connect(m_window.selectionWorkflow(), &SelectionWorkflow::markersFinished, this,
+                          [this, ready, failed](bool ok, const QString& message) {
+                              if (ok || m_done) return;
+                              disconnect(*ready);
+                              disconnect(*failed);
+                              fail(2, QStringLiteral("--markers %1: %2").arg(m_options.markers, message));
+                          });
+        m_window.selectionWorkflow()->computeColumnMarkers(m_options.markers);
+        return;
+    }
     if (!exitsWhenDone()) {
         m_done = true;
         emit finished(0, QString());

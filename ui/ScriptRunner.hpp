@@ -1,6 +1,7 @@
 #pragma once
 /// Scripted use of the window (docs and tests):
-/// `fathom FILE [--run] [--color-by KEY|gene:NAME] [--screenshot OUT.png] [--size WxH]
+/// `fathom FILE [--run] [--set NAME=VALUE ...] [--color-by KEY|gene:NAME] [--markers COLUMN] [--tab NAME]
+///  [--screenshot OUT.png] [--size WxH]
 ///  [--export-figure OUT.png|svg|pdf [--figure-size WxHin|mm|cm] [--dpi N]]`
 /// opens FILE, optionally runs the pipeline to the end, applies the colouring, waits
 /// until the plot has every point on screen, writes the window's picture and/or the
@@ -12,6 +13,7 @@
 #include <QString>
 #include <optional>
 
+#include "core/engine/PipelineSettings.hpp"
 #include "ui/FigureExport.hpp"
 
 class QTimer;
@@ -30,6 +32,12 @@ struct ScriptOptions {
     FigureOptions figure;      ///< its size and DPI (--figure-size, --dpi)
     QSize size;                ///< window size; invalid = default
     QString devices;           ///< EngineConfig::devices; empty = default
+    QString markers;           ///< categorical obs column whose markers (table, marker plots) are computed; empty = none
+    QString tab;               ///< the analysis dock's tab to show ("Pipeline", "Dataset", "QC"); empty = as is
+    /// Pipeline settings by schema name (--set min_genes=200), applied to the form after
+    /// opening (checked by the schema when parsed).
+    PipelineSettings settings;
+    bool settings_given = false;
     bool show_help = false;
 };
 
@@ -67,6 +75,7 @@ private:
     int m_settle_frames = 0;
     QElapsedTimer m_waited;
     bool m_done = false;
+    bool m_markers_started = false;
 };
 
 }  // namespace fathom::ui

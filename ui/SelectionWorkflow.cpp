@@ -55,6 +55,7 @@ SelectionWorkflow::SelectionWorkflow(MainWindow& window, QUndoStack* undo_stack,
     m_markers = new MarkersPanel;
     m_markers->setObjectName(QStringLiteral("markersPanel"));
     connect(m_markers, &MarkersPanel::computeRequested, this, [this](bool versus_reference) { computeMarkers(versus_reference); });
+    connect(m_markers, &MarkersPanel::columnMarkersRequested, this, [this](const QString& column) { computeColumnMarkers(column); });
     connect(m_markers, &MarkersPanel::referenceRequested, this, &SelectionWorkflow::setReferenceFromSelection);
     connect(m_markers, &MarkersPanel::exportRequested, this, [this] {
         const QString path = QFileDialog::getSaveFileName(&m_window, tr("Export markers"), QStringLiteral("markers.csv"),
@@ -71,7 +72,7 @@ void SelectionWorkflow::addActions(QToolBar* toolbar, QMenu* edit, QMenu* select
     toolbar->addSeparator();
     auto* tools = new QActionGroup(this);
     const auto add_tool = [&](const QString& text, const QString& name, const QKeySequence& key, PlotView::Tool tool) {
-        QAction* action = toolbar->addAction(text);
+        QAction* action = toolbar->addAction(tr("%1 (%2)").arg(text, key.toString()));
         action->setObjectName(name);
         action->setCheckable(true);
         action->setShortcut(key);
@@ -223,6 +224,13 @@ void SelectionWorkflow::setReferenceFromSelection() {
     emit logMessage(tr("markers reference: %1 cells").arg(m_reference->size()));
 }
 
+void SelectionWorkflow::reset() {
+    ++m_markers_request;  // a result still on its way belongs to the previous cells
+    m_reference = std::make_shared<const CellSet>();
+    m_controller->reset();
+    m_markers->clear();
+}
+
 std::int64_t SelectionWorkflow::referenceCount() const { return static_cast<std::int64_t>(m_reference->size()); }
 
 bool SelectionWorkflow::computeMarkers(bool versus_reference) {
@@ -260,6 +268,34 @@ bool SelectionWorkflow::computeMarkers(bool versus_reference) {
                             .arg(result->num_group_cells)
                             .arg(result->num_reference_cells)
                             .arg(QString::fromStdString(result->reference))
+                            .arg(status.elapsed_seconds, 0, 'f', 2));
+        emit markersFinished(true, QString());
+    });
+    return true;
+}
+
+bool SelectionWorkflow::computeColumnMarkers(const QString& column) {
+    const QString what = tr("markers");
+    MaskMarkersOptions options;
+    options.method = m_markers->method();
+    const Pending<ObsMarkers> pending = m_window.engine().obs_markers(column.toStdString(), options);
+    const std::uint64_t request = ++m_markers_request;
+    m_markers->setStatus(tr("computing markers of the groups of %1...").arg(column));
+    m_window.jobWatcher()->watch(pending.handle(), QStringLiteral("markers"), [this, pending, request, column](const JobStatus& status) {
+        if (request != m_markers_request) return;
+        const auto result = pending.value();
+        if (status.state != JobState::Succeeded || !result) {
+            const QString message = status.state == JobState::Cancelled ? tr("cancelled") : QString::fromStdString(status.message);
+            m_markers->setStatus(tr("markers failed: %1").arg(message));
+            emit logMessage(tr("markers failed: %1").arg(message));
+            emit markersFinished(false, message);
+            return;
+        }
+        m_markers->setColumnResult(*result);
+        emit columnMarkersReady(*result);
+        emit logMessage(tr("markers: %1 groups of %2 vs rest (%3) in %4 s")
+                            .arg(result->groups.size())
+                            .arg(column, QString::fromUtf8(value_layer_label(result->layer)))
                             .arg(status.elapsed_seconds, 0, 'f', 2));
         emit markersFinished(true, QString());
     });

@@ -51,9 +51,15 @@ public:
     /// Marker genes of the selection against the rest or the stored reference
     /// (markersFinished; the table shows them).
     bool computeMarkers(bool versus_reference);
+    /// Marker genes of every group of the categorical obs column `column` against the rest
+    /// (markersFinished; the table shows the first group, the panel's chooser the others).
+    bool computeColumnMarkers(const QString& column);
     /// Stores the current selection as the reference group of computeMarkers(true).
     void setReferenceFromSelection();
     std::int64_t referenceCount() const;
+    /// Forgets everything indexed by the current cells: the selection, the reference and
+    /// the marker table (a new dataset is open).
+    void reset();
     /// Writes the selected cells' barcodes / the markers table shown (exportFinished).
     bool exportSelectedBarcodes(const QString& path);
     bool exportMarkersCsv(const QString& path);
@@ -61,6 +67,8 @@ public:
 signals:
     void annotationSaved(bool ok, const QString& column, const QString& message);
     void markersFinished(bool ok, const QString& message);
+    /// A column's markers are in the table (emitted before markersFinished).
+    void columnMarkersReady(const fathom::ObsMarkers& markers);
     void exportFinished(bool ok, const QString& path, const QString& message);
     /// A line for the window's log.
     void logMessage(const QString& line);

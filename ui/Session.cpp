@@ -18,7 +18,7 @@ using nlohmann::json;
 const std::set<std::string> k_themes{"dark", "light"};
 const std::set<std::string> k_density_modes{"auto", "on", "off"};
 const std::set<std::string> k_draw_orders{"file", "random", "value"};
-const std::set<std::string> k_layers{"lognorm", "counts"};
+const std::set<std::string> k_layers{"lognorm", "counts", "raw"};
 const std::set<std::string> k_filter_modes{"hide", "dim"};
 
 /// The pipeline settings by their schema names (settings_schema.hpp).

@@ -32,7 +32,7 @@ struct SessionView {
 /// A marker-gene filter on the plot.
 struct SessionFilter {
     std::string expression;            ///< e.g. "CD3E > 1 and not MS4A1 > 0"; empty = none
-    std::string layer = "lognorm";     ///< "lognorm" or "counts"
+    std::string layer = "lognorm";     ///< value_layer_key(): "lognorm", "counts" (X as stored) or "raw" (raw/X)
     std::string mode = "hide";         ///< cells outside the filter: "hide" or "dim"
     friend bool operator==(const SessionFilter&, const SessionFilter&) = default;
 };

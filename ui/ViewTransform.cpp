@@ -35,6 +35,16 @@ void ViewTransform::fit(const WorldRect& bounds, double margin_fraction) noexcep
     set_pixels_per_unit(std::isfinite(scale) ? scale : 1.0);
 }
 
+void ViewTransform::fit_left_of(const WorldRect& bounds, double right_reserved_px, double margin_fraction) noexcept {
+    const int reserved = static_cast<int>(std::lround(std::clamp(right_reserved_px, 0.0, m_width * 0.6)));
+    const int full_width = m_width;
+    m_width = std::max(1, full_width - reserved);
+    fit(bounds, margin_fraction);
+    m_width = full_width;
+    // The data's centre sits in the middle of the part left of the strip.
+    if (!bounds.empty()) m_center.x += static_cast<double>(reserved) / 2.0 / m_scale;
+}
+
 Vec2 ViewTransform::world_to_screen(Vec2 world) const noexcept {
     return {m_width / 2.0 + (world.x - m_center.x) * m_scale, m_height / 2.0 - (world.y - m_center.y) * m_scale};
 }

@@ -43,6 +43,9 @@ public:
     /// smaller side on each edge; a degenerate (zero-size) or empty rect gets scale 1 around
     /// its centre (or the origin).
     void fit(const WorldRect& bounds, double margin_fraction = 0.05) noexcept;
+    /// As fit(), into the viewport less `right_reserved_px` on the right (where the legend
+    /// is drawn): no point of `bounds` lands in that strip.
+    void fit_left_of(const WorldRect& bounds, double right_reserved_px, double margin_fraction = 0.05) noexcept;
 
     Vec2 world_to_screen(Vec2 world) const noexcept;
     Vec2 screen_to_world(Vec2 screen) const noexcept;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <stdexcept>
 #include <unistd.h>
 #include <unordered_map>
@@ -149,7 +150,60 @@ void write_over_ranks(const std::string& path, const Engine::State& state, const
     comm.broadcast({}, 0);
 }
 
+/// The file's raw/X when `meta` is an h5ad's X and the file has a raw matrix of the
+/// same cells (anndata `.raw`); nullopt otherwise. Reads raw/var and raw/X's row
+/// offsets only.
+std::optional<detail::LoadedData::RawMatrix> open_raw_matrix(const Dataset& meta, const DatasetReadOptions& read) {
+    if (meta.format != DatasetFormat::H5ad || meta.matrix_name != "X") return std::nullopt;
+    io::ReadOptions options = detail::read_options(read);
+    options.matrix = "raw";
+    options.read_annotations = false;
+    io::OpenedDataset raw;
+    try {
+        raw = io::open_dataset(meta.path, options);
+    } catch (const std::exception&) {
+        return std::nullopt;  // no raw matrix (or one that cannot be read): X only
+    }
+    if (raw.meta.shape.num_cells != meta.shape.num_cells) return std::nullopt;
+    detail::LoadedData::RawMatrix out;
+    out.var = std::move(raw.meta.var);
+    out.row_offsets = raw.source->row_offsets();
+    return out;
+}
+
 }  // namespace
+
+const char* value_layer_label(ValueLayer layer) noexcept {
+    switch (layer) {
+        case ValueLayer::Counts: return "X";
+        case ValueLayer::LogNorm: return "log-normalised counts";
+        case ValueLayer::Raw: return "raw/X";
+    }
+    return "X";
+}
+
+const char* value_layer_key(ValueLayer layer) noexcept {
+    switch (layer) {
+        case ValueLayer::Counts: return "counts";
+        case ValueLayer::LogNorm: return "lognorm";
+        case ValueLayer::Raw: return "raw";
+    }
+    return "counts";
+}
+
+bool parse_value_layer(const std::string& key, ValueLayer& layer) noexcept {
+    for (const ValueLayer candidate : {ValueLayer::Counts, ValueLayer::LogNorm, ValueLayer::Raw})
+        if (key == value_layer_key(candidate)) {
+            layer = candidate;
+            return true;
+        }
+    return false;
+}
+
+ValueLayer default_value_layer(const DatasetSummary& dataset) noexcept {
+    if (dataset.has_raw) return ValueLayer::Raw;
+    return dataset.integer_counts ? ValueLayer::LogNorm : ValueLayer::Counts;
+}
 
 Engine::Engine(EngineConfig config) : m_state(std::make_shared<State>()) {
     DeviceSpec::parse(config.devices);  // validate early: throws naming --devices
@@ -243,6 +297,14 @@ JobHandle Engine::open(std::string path) {
             if (rows > 0) scan.add(opened.source->read_rows(0, rows));
             data->content = scan.report(data->integer_counts);
         }
+        data->raw_matrix = open_raw_matrix(data->meta, state->config.read);
+        if (data->integer_counts && !data->streamed) {
+            auto metrics = std::make_shared<CellQcMetrics>();
+            metrics->total_counts = data->qc().total_counts;
+            metrics->n_genes_by_counts = data->qc().n_genes_by_counts;
+            metrics->pct_counts_mt = data->qc().pct_counts_mt;
+            data->qc_metrics = std::move(metrics);
+        }
 
         // The new dataset's steps start from its QC's version.
         state->cache.clear();
@@ -277,11 +339,12 @@ Pending<GeneValues> Engine::gene_values(std::string gene, ValueLayer layer) {
         state->begin_step(ctx, "gene");
         const auto data = state->loaded();
         if (!data) throw std::invalid_argument("gene '" + gene + "': no dataset is open");
-        const GeneLookup lookup(data->meta.var);
+        const Table& var = detail::layer_var(*data, layer, "gene '" + gene + "'");
+        const GeneLookup lookup(var);
         const std::int32_t gene32 = lookup.find(gene);
         if (gene32 < 0) throw std::invalid_argument(lookup.problem(gene));
         const auto gene_index = static_cast<std::int64_t>(gene32);
-        const auto& names = data->meta.var.index();
+        const auto& names = var.index();
         // Cached per layer (EngineFilters.cpp), shared with the filters that name this gene.
         const auto cached =
             detail::cached_gene_columns(*data, state->config, std::span<const std::int32_t>(&gene32, 1), layer, ctx);

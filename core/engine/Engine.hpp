@@ -87,7 +87,7 @@ struct DatasetSummary {
     std::string format;             ///< format_name()
     MatrixShape shape;
     std::int64_t nnz = 0;
-    bool integer_counts = false;
+    bool integer_counts = false;    ///< X holds raw counts (non-negative integers)
     /// What X holds and how that was decided (raw counts, log-normalised, scaled, ...).
     MatrixContentReport content;
     std::string matrix_name;        ///< the matrix analysed: "X", "raw/X", "layers/<name>", "/matrix", ...
@@ -96,6 +96,10 @@ struct DatasetSummary {
     std::string open_note;
     /// Repeated var names renamed at open (DatasetReadOptions::make_var_names_unique).
     std::int64_t num_var_names_made_unique = 0;
+    /// The h5ad also holds raw/X (with its own raw/var genes) for the same cells, as
+    /// anndata's `.raw`: what Scanpy's plots and rank_genes_groups read with use_raw.
+    bool has_raw = false;
+    std::int64_t raw_num_genes = 0; ///< genes of raw/X (0 without one)
     std::int64_t memory_bytes = 0;  ///< CSR shards in memory
     std::vector<ColumnSummary> obs_columns;
     std::vector<ColumnSummary> var_columns;
@@ -119,11 +123,22 @@ struct MarkerGroup {
     std::vector<double> scores, logfoldchanges, pvals, pvals_adj, pct_group, pct_rest;
 };
 
+/// QC metrics of every cell of the opened matrix (scanpy's calculate_qc_metrics on the
+/// raw counts, computed at open), in the matrix's row order, before any cell filter.
+struct CellQcMetrics {
+    std::vector<double> total_counts;
+    std::vector<std::int64_t> n_genes_by_counts;
+    std::vector<double> pct_counts_mt;   ///< NaN for a cell without counts
+};
+
 /// Immutable state of the analysis after the last finished job.
 struct AnalysisSnapshot {
     std::uint64_t version = 0;                       ///< increases with every change
     std::shared_ptr<const DatasetSummary> dataset;   ///< null before open()
     std::shared_ptr<const Table> obs;                ///< barcodes + QC, clusters, user annotations
+    /// Every opened cell's QC metrics (the QC view, the QC cell filters); null when X does
+    /// not hold raw counts (the metrics would mean nothing) or is streamed.
+    std::shared_ptr<const CellQcMetrics> qc;
     /// Row of the opened matrix behind every obs row (cells removed by filters are
     /// absent); empty before open().
     std::vector<std::int64_t> cells;
@@ -149,9 +164,23 @@ struct EmbeddingFrame {
 
 /// Which values of a gene.
 enum class ValueLayer {
-    Counts,    ///< as stored in X
-    LogNorm,   ///< ln(1 + x * 10,000 / cell total)
+    Counts,    ///< X as stored (raw counts, or whatever an analysed file holds: scaled, log...)
+    LogNorm,   ///< ln(1 + x * 10,000 / cell total): meaningful when X holds raw counts
+    Raw,       ///< raw/X as stored (h5ad `.raw`; genes named by raw/var), as Scanpy's use_raw
 };
+
+/// "X", "log-normalised counts", "raw/X": the layer's name as colour bars and menus show it.
+const char* value_layer_label(ValueLayer layer) noexcept;
+/// "counts", "lognorm", "raw": the layer's key in session files and on the command line.
+const char* value_layer_key(ValueLayer layer) noexcept;
+/// The layer named by value_layer_key(); false when `key` names none.
+bool parse_value_layer(const std::string& key, ValueLayer& layer) noexcept;
+
+/// The values a gene is shown in by default, as Scanpy's plots choose them: raw/X when
+/// the file has one (use_raw), log-normalised counts when X holds raw counts
+/// (DatasetSummary::integer_counts), else X as stored (an analysed file's X: scaled or
+/// log-normalised already, where ln(1 + x * 1e4 / total) would be meaningless).
+ValueLayer default_value_layer(const DatasetSummary& dataset) noexcept;
 
 /// One gene's value for every cell (cells in obs order).
 struct GeneValues {
@@ -196,15 +225,33 @@ struct MaskMarkersOptions {
     int num_genes = 100;            ///< top genes kept; 0 = every tested gene
 };
 
+/// The values Engine::mask_markers and Engine::obs_markers test, over every gene, as
+/// Scanpy's rank_genes_groups reads them: raw/X when the file has one (use_raw), X's
+/// counts log-normalised when X holds raw counts, else X as stored (an analysed file's
+/// X, log-normalised already).
+ValueLayer markers_layer(const DatasetSummary& dataset) noexcept;
+
 /// Marker genes of a group of cells (a selection, a filter's cells) against the rest or
-/// against a reference group: rank_genes_groups on the same values as the pipeline's
-/// markers stage (the log-normalised HVG block).
+/// against a reference group: rank_genes_groups over every gene of markers_layer(), from
+/// the file's data (no pipeline run needed). pct_group / pct_rest are fractions in [0, 1].
 struct MaskMarkers {
     MarkerGroup markers;                  ///< group "selection", best first
     std::string reference;                ///< "rest" or "reference"
     MarkerMethod method = MarkerMethod::TTest;  ///< the test that ran
+    ValueLayer layer = ValueLayer::LogNorm;     ///< the values tested (markers_layer)
     std::int64_t num_group_cells = 0;
     std::int64_t num_reference_cells = 0;
+};
+
+/// Marker genes of every category of an obs column against the rest (scanpy's
+/// rank_genes_groups(groupby=column, reference='rest')) over every gene of markers_layer().
+struct ObsMarkers {
+    std::string groupby;                  ///< the obs column
+    std::vector<MarkerGroup> groups;      ///< one per tested category, category order, best genes first
+    /// Categories left out because they have fewer than 2 cells (scanpy refuses them).
+    std::vector<std::string> skipped;
+    MarkerMethod method = MarkerMethod::TTest;
+    ValueLayer layer = ValueLayer::LogNorm;
 };
 
 /// The engine. Not copyable; destroying it cancels running jobs and joins its threads.
@@ -260,10 +307,15 @@ public:
     JobHandle remove_obs_annotation(std::string name);
     /// Marker genes of the cells with group[cell] = 1 (cells in obs order) against the
     /// cells with reference[cell] = 1, or against every other cell when `reference` is
-    /// empty. Needs the pipeline's HVG block (run the pipeline first); each side needs at
-    /// least 2 cells and the two must not overlap. Runs on the compute queue, on the shards.
+    /// empty, over every gene of markers_layer() (no pipeline run needed). Each side needs
+    /// at least 2 cells and the two must not overlap. Needs the matrix in memory (not
+    /// streamed). Runs on the compute queue, on the shards.
     Pending<MaskMarkers> mask_markers(std::vector<std::uint8_t> group, std::vector<std::uint8_t> reference = {},
                                       MaskMarkersOptions options = {});
+    /// Marker genes of every category of the categorical (or bool) obs column `column`
+    /// against the rest, as mask_markers computes them. An unknown column, or fewer than 2
+    /// categories with 2 cells or more, fails the job (FailureKind::Option) naming it.
+    Pending<ObsMarkers> obs_markers(std::string column, MaskMarkersOptions options = {});
     /// Writes the barcodes (obs names) of the cells with mask[cell] = 1, one per line,
     /// atomically (temporary file, then rename).
     JobHandle export_barcodes(std::string path, std::vector<std::uint8_t> mask);

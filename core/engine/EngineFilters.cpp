@@ -48,6 +48,13 @@ std::vector<std::int64_t> analysed_rows(const AnalysisSnapshot* snapshot, std::i
 
 namespace detail {
 
+const Table& layer_var(const LoadedData& data, ValueLayer layer, const std::string& what) {
+    if (layer != ValueLayer::Raw) return data.meta.var;
+    if (!data.raw_matrix)
+        throw std::invalid_argument(what + ": the dataset has no raw matrix (raw/X); choose X or log-normalised counts");
+    return data.raw_matrix->var;
+}
+
 std::vector<GeneColumnCache::Column> cached_gene_columns(const LoadedData& data, const EngineConfig& config,
                                                          std::span<const std::int32_t> genes, ValueLayer layer,
                                                          JobContext& ctx) {
@@ -62,7 +69,15 @@ std::vector<GeneColumnCache::Column> cached_gene_columns(const LoadedData& data,
     GeneFilterOptions options;
     options.layer = layer == ValueLayer::Counts ? FilterLayer::Counts : FilterLayer::LogNorm;
     std::vector<std::vector<float>> fetched;
-    if (data.streamed) {
+    if (layer == ValueLayer::Raw) {
+        // raw/X as stored, streamed from the file (its own genes; never normalised again).
+        if (!data.raw_matrix) throw std::invalid_argument("raw/X: the dataset has no raw matrix");
+        io::ReadOptions read = read_options(config.read);
+        read.matrix = "raw";
+        read.read_annotations = false;
+        io::OpenedDataset reopened = io::open_dataset(data.meta.path, read);
+        fetched = stream_gene_columns(*reopened.source, data.raw_matrix->row_offsets, missing, config.stream_block_nnz, ctx);
+    } else if (data.streamed) {
         // Out-of-core: one pass over the file for every missing gene, then LogNorm with
         // the cell totals of the streamed QC (the in-memory path's formula).
         io::ReadOptions read = read_options(data.read);
@@ -94,7 +109,8 @@ Pending<CellMask> Engine::evaluate_filter(std::string expression, ValueLayer lay
         state->begin_step(ctx, "filter");
         const auto data = queryable_data(*state, "filter '" + expression + "'", false);
         const FilterExpression parsed = parse_filter(expression);
-        const std::vector<std::int32_t> genes = resolve_filter_genes(parsed, GeneLookup(data->meta.var));
+        const std::vector<std::int32_t> genes =
+            resolve_filter_genes(parsed, GeneLookup(detail::layer_var(*data, layer, "filter '" + expression + "'")));
 
         // Cached after the first read: a threshold change costs one pass over memory.
         const auto cached = detail::cached_gene_columns(*data, state->config, genes, layer, ctx);

@@ -15,6 +15,7 @@
 #include "core/engine/detail/DevicePlacement.hpp"
 #include "core/engine/detail/EngineState.hpp"
 #include "core/engine/palette.hpp"
+#include "core/engine/qc_thresholds.hpp"
 #include "core/engine/settings_schema.hpp"
 #include "core/io/RowSource.hpp"
 #include "core/types/errors.hpp"
@@ -62,6 +63,10 @@ PreprocessOptions preprocess_options(const PipelineSettings& settings, const Loa
     PreprocessOptions options;
     options.recipe = settings.recipe;
     options.min_counts_per_cell = settings.min_counts_per_cell;
+    options.max_counts_per_cell = settings.max_counts_per_cell;
+    options.min_genes_per_cell = settings.min_genes_per_cell;
+    options.max_genes_per_cell = settings.max_genes_per_cell;
+    options.max_pct_counts_mt = settings.max_pct_counts_mt;
     // scanpy keeps an h5ad's integer X as integers, which changes normalize_total's
     // arithmetic (float64); its 10x and Matrix Market readers give float32.
     options.integer_dtype = data.meta.format == DatasetFormat::H5ad &&
@@ -180,14 +185,27 @@ LeidenResult get_leiden(ByteReader& in) {
 
 // ---- steps ----
 
+/// The QC thresholds of `options` other than min_counts (filter_cells runs that one).
+PipelineSettings other_qc_thresholds(const PreprocessOptions& options) {
+    PipelineSettings thresholds;
+    thresholds.min_counts_per_cell = 0.0;
+    thresholds.max_counts_per_cell = options.max_counts_per_cell;
+    thresholds.min_genes_per_cell = options.min_genes_per_cell;
+    thresholds.max_genes_per_cell = options.max_genes_per_cell;
+    thresholds.max_pct_counts_mt = options.max_pct_counts_mt;
+    return thresholds;
+}
+
 /// Out-of-core Zheng17 up to HVG selection, from the first pass's statistics:
 /// filter_genes(min_counts=1), then the moments of normalize_total's output
 /// (target = median of the non-zero totals) as target * sum(x / total) — the same
 /// quantities the in-memory path computes, up to float32 rounding of the scaled values.
 PreprocessResult run_streamed_preprocess(const LoadedData& data, const PreprocessOptions& options) {
-    if (options.recipe != Recipe::Zheng17 || options.min_counts_per_cell > 0.0)
+    if (options.recipe != Recipe::Zheng17 || options.min_counts_per_cell > 0.0 ||
+        has_qc_thresholds(other_qc_thresholds(options)))
         throw std::invalid_argument("recipe: datasets streamed from their file (larger than the memory budget) "
-                                    "support recipe zheng17 without a cell pre-filter (min_counts) only");
+                                    "support recipe zheng17 without QC cell filters (min/max counts, min/max genes, "
+                                    "max_pct_counts_mt) only");
     // The first pass's totals are over every gene; filter_genes(min_counts=1) removes
     // genes with counts when X is not integer, and the totals would then differ.
     if (!options.integer_counts)
@@ -234,7 +252,9 @@ PreprocessResult run_preprocess(const LoadedData& data, const PreprocessOptions&
     ShardSet shards;
     std::vector<std::int64_t> cells = iota_rows(data.raw.num_cells());
     std::vector<std::int64_t> genes = iota_rows(data.raw.num_genes());
-    if (options.recipe == Recipe::Zheng17 && options.min_counts_per_cell <= 0.0) {
+    const PipelineSettings other_thresholds = other_qc_thresholds(options);
+    const bool qc_filters = has_qc_thresholds(other_thresholds);
+    if (options.recipe == Recipe::Zheng17 && options.min_counts_per_cell <= 0.0 && !qc_filters) {
         // recipe_zheng17 up to the dispersion statistics, on the raw shards and without a
         // normalised copy: filter_genes(min_counts=1) and the cell totals from the QC
         // (integer counts) or the shards; the scale step copies
@@ -259,6 +279,18 @@ PreprocessResult run_preprocess(const LoadedData& data, const PreprocessOptions&
         FilterCellsOptions filter_options;
         filter_options.min_counts = options.min_counts_per_cell;
         const FilterResult filter = filter_cells(shards, filter_options, ctx);
+        apply_cell_filter(shards, filter, ctx);
+        cells = compose(cells, filter.keep);
+    }
+    if (qc_filters) {
+        // The QC view's thresholds, on the QC metrics of the raw counts (computed at open).
+        const QcResult& qc = data.qc();
+        const std::vector<std::uint8_t> passing =
+            cells_passing_qc(qc.total_counts, qc.n_genes_by_counts, qc.pct_counts_mt, other_thresholds);
+        FilterResult filter;
+        filter.keep.reserve(cells.size());
+        for (const std::int64_t cell : cells) filter.keep.push_back(passing[static_cast<std::size_t>(cell)]);
+        for (const std::uint8_t kept : filter.keep) (kept ? filter.num_kept : filter.num_removed) += 1;
         apply_cell_filter(shards, filter, ctx);
         cells = compose(cells, filter.keep);
     }
@@ -444,6 +476,9 @@ void run_pipeline(Engine::State& state, const PipelineSettings& settings, JobCon
         throw FormatError(data->meta.path, matrix, "every value is zero (" + std::to_string(shape.num_cells) + " cells x " +
                                                        std::to_string(shape.num_genes) + " genes): nothing to analyse");
     auto& cache = state.cache;
+    if (has_qc_thresholds(settings) && !data->integer_counts)
+        throw std::invalid_argument("QC cell filters (min/max counts, min/max genes, max_pct_counts_mt) need raw "
+                                    "counts, but X holds non-integer values (already processed data)");
 
     // Each step re-runs when its Options or the version of a step it reads changed;
     // steps this run does not reach stay cached but are not shown.
@@ -548,6 +583,10 @@ void run_pipeline(Engine::State& state, const PipelineSettings& settings, JobCon
     state.publish(build_snapshot(state, *data));
 }
 
+std::string pipeline_obsm_key(const std::string& key, const Dataset& meta) {
+    return meta.obsm.count(key) ? key + "_fathom" : key;
+}
+
 std::shared_ptr<AnalysisSnapshot> build_snapshot(const Engine::State& state, const LoadedData& data) {
     const auto& cache = state.cache;
     auto snapshot = std::make_shared<AnalysisSnapshot>();
@@ -561,6 +600,8 @@ std::shared_ptr<AnalysisSnapshot> build_snapshot(const Engine::State& state, con
     summary->matrix_name = data.meta.matrix_name;
     summary->open_note = data.open_note;
     summary->num_var_names_made_unique = data.meta.num_var_names_made_unique;
+    summary->has_raw = data.raw_matrix.has_value();
+    summary->raw_num_genes = data.raw_matrix ? data.raw_matrix->var.num_rows() : 0;
     summary->memory_bytes = 8 * (data.meta.shape.num_cells + 1) + 8 * data.meta.nnz;
     const auto columns = [](const Table& table) {
         std::vector<ColumnSummary> out;
@@ -626,10 +667,15 @@ std::shared_ptr<AnalysisSnapshot> build_snapshot(const Engine::State& state, con
         for (auto cell : cells) out.push_back(values[static_cast<std::size_t>(cell)]);
         return out;
     };
-    obs->set("n_genes_by_counts", IntColumn{per_cell(data.qc().n_genes_by_counts), {}});
-    obs->set("total_counts", FloatColumn{per_cell(data.qc().total_counts)});
-    obs->set("total_counts_mt", FloatColumn{per_cell(data.qc().total_counts_mt)});
-    obs->set("pct_counts_mt", FloatColumn{per_cell(data.qc().pct_counts_mt)});
+    // QC metrics describe counts: on an analysed file's X (scaled, log-normalised) they
+    // would be numbers without meaning (a percentage of 100.5 or -7.1), so they are not shown.
+    snapshot->qc = data.qc_metrics;
+    if (data.integer_counts) {
+        obs->set("n_genes_by_counts", IntColumn{per_cell(data.qc().n_genes_by_counts), {}});
+        obs->set("total_counts", FloatColumn{per_cell(data.qc().total_counts)});
+        obs->set("total_counts_mt", FloatColumn{per_cell(data.qc().total_counts_mt)});
+        obs->set("pct_counts_mt", FloatColumn{per_cell(data.qc().pct_counts_mt)});
+    }
     if (analysed && !pre->n_counts_all.empty()) {
         // n_counts_all is per row of `normalized`; map to the final cells.
         std::vector<double> values;
@@ -644,9 +690,11 @@ std::shared_ptr<AnalysisSnapshot> build_snapshot(const Engine::State& state, con
 
     // var: the file's columns, QC, HVG statistics (NaN for genes the recipe dropped).
     auto var = std::make_shared<Table>(data.meta.var);
-    var->set("n_cells_by_counts", IntColumn{data.qc().n_cells_by_counts, {}});
-    var->set("mean_counts", FloatColumn{data.qc().mean_counts});
-    var->set("total_counts", FloatColumn{data.qc().gene_total_counts});
+    if (data.integer_counts) {
+        var->set("n_cells_by_counts", IntColumn{data.qc().n_cells_by_counts, {}});
+        var->set("mean_counts", FloatColumn{data.qc().mean_counts});
+        var->set("total_counts", FloatColumn{data.qc().gene_total_counts});
+    }
     var->set("mt", BoolColumn{data.qc().mito_genes, {}});
     const auto num_genes = static_cast<std::size_t>(data.meta.shape.num_genes);
     if (analysed && !selected->hvg.highly_variable.empty()) {
@@ -677,13 +725,23 @@ std::shared_ptr<AnalysisSnapshot> build_snapshot(const Engine::State& state, con
     }
     snapshot->var = var;
 
+    // The file's own embeddings stay as they are (on the analysed cells); the pipeline's
+    // take the scanpy keys only where the file has none (pipeline_obsm_key).
     for (const auto& [key, matrix] : data.meta.obsm) {
-        if (analysed && matrix.rows() != static_cast<std::int64_t>(cells.size())) continue;
-        snapshot->obsm[key] = std::make_shared<DenseMatrix<float>>(matrix);
+        if (matrix.rows() != data.meta.shape.num_cells) continue;
+        if (!analysed || cells.size() == static_cast<std::size_t>(matrix.rows())) {
+            snapshot->obsm[key] = std::make_shared<DenseMatrix<float>>(matrix);
+            continue;
+        }
+        auto rows = std::make_shared<DenseMatrix<float>>(static_cast<std::int64_t>(cells.size()), matrix.cols());
+        for (std::size_t row = 0; row < cells.size(); ++row)
+            for (std::int64_t column = 0; column < matrix.cols(); ++column)
+                (*rows)(static_cast<std::int64_t>(row), column) = matrix(cells[row], column);
+        snapshot->obsm[key] = std::move(rows);
     }
-    if (analysed) snapshot->obsm["X_pca"] = std::make_shared<DenseMatrix<float>>(pca->scores);
+    if (analysed) snapshot->obsm[pipeline_obsm_key("X_pca", data.meta)] = std::make_shared<DenseMatrix<float>>(pca->scores);
     if (const UmapResult* umap = cache.umap.current())
-        snapshot->obsm["X_umap"] = std::make_shared<DenseMatrix<float>>(umap->embedding);
+        snapshot->obsm[pipeline_obsm_key("X_umap", data.meta)] = std::make_shared<DenseMatrix<float>>(umap->embedding);
     if (const LeidenResult* clusters = cache.leiden.current()) {
         CategoricalColumn leiden;
         std::int32_t num_clusters = 0;

@@ -29,6 +29,14 @@ struct PipelineSettings {
     Recipe recipe = Recipe::Zheng17;
     /// Optional pre-filter (sc.pp.filter_cells(min_counts)); 0 = keep every cell.
     double min_counts_per_cell = 0.0;
+    /// QC cell filters before the recipe, on the raw counts' QC metrics (scanpy's
+    /// calculate_qc_metrics: total_counts, n_genes_by_counts, pct_counts_mt), as
+    /// sc.pp.filter_cells(max_counts / min_genes / max_genes) and
+    /// adata[adata.obs.pct_counts_mt < max].
+    double max_counts_per_cell = 0.0;        ///< keep total counts <= this; 0 = no limit
+    std::int64_t min_genes_per_cell = 0;     ///< keep >= this many expressed genes; 0 = no limit
+    std::int64_t max_genes_per_cell = 0;     ///< keep <= this many expressed genes; 0 = no limit
+    double max_pct_counts_mt = 100.0;        ///< keep pct_counts_mt <= this (percent); 100 = no limit
     /// HVGs kept by the recipe (n_top_genes).
     std::int64_t num_top_genes = Zheng17Options{}.num_top_genes;
     /// PCA (n_pcs = num_components). Its seed is `seed` below.

@@ -138,6 +138,29 @@ std::vector<SettingSpec> make_schema() {
                                  "0 = keep every cell)",
                          .legacy_key = "min_counts_per_cell"},
                         [](auto& s) -> auto& { return s.min_counts_per_cell; }));
+    rows.push_back(real({.name = "max_counts", .cli_flag = "--max-counts-per-cell", .label = "max counts per cell",
+                         .steps = {S::Preprocess, S::Hvg, S::Scale}, .minimum = 0, .maximum = 1e9, .increment = 1000,
+                         .help = "drop cells with more total counts before the recipe (sc.pp.filter_cells(max_counts); "
+                                 "0 = no limit)"},
+                        [](auto& s) -> auto& { return s.max_counts_per_cell; }));
+    rows.push_back(integer({.name = "min_genes", .cli_flag = "--min-genes-per-cell", .label = "min genes per cell",
+                            .steps = {S::Preprocess, S::Hvg, S::Scale}, .minimum = 0, .maximum = 1000000000,
+                            .increment = 50,
+                            .help = "drop cells with fewer expressed genes before the recipe "
+                                    "(sc.pp.filter_cells(min_genes); 0 = keep every cell)"},
+                           [](auto& s) -> auto& { return s.min_genes_per_cell; }));
+    rows.push_back(integer({.name = "max_genes", .cli_flag = "--max-genes-per-cell", .label = "max genes per cell",
+                            .steps = {S::Preprocess, S::Hvg, S::Scale}, .minimum = 0, .maximum = 1000000000,
+                            .increment = 100,
+                            .help = "drop cells with more expressed genes before the recipe "
+                                    "(sc.pp.filter_cells(max_genes); 0 = no limit)"},
+                           [](auto& s) -> auto& { return s.max_genes_per_cell; }));
+    rows.push_back(real({.name = "max_pct_counts_mt", .cli_flag = "--max-pct-counts-mt", .label = "max % mito counts",
+                         .steps = {S::Preprocess, S::Hvg, S::Scale}, .minimum = 0, .maximum = 100, .increment = 1,
+                         .decimals = 1,
+                         .help = "drop cells whose mitochondrial share of counts (pct_counts_mt, genes named MT-/mt-) "
+                                 "is above this percentage before the recipe (100 = keep every cell)"},
+                        [](auto& s) -> auto& { return s.max_pct_counts_mt; }));
     rows.push_back(integer({.name = "n_top_genes", .cli_flag = "--n-top-genes", .label = "n_top_genes",
                             .steps = {S::Hvg, S::Scale}, .minimum = 1, .maximum = 100000, .increment = 100,
                             .help = "highly variable genes kept by recipe zheng17 (seurat keeps scanpy's cut-offs: mean in "
@@ -378,6 +401,14 @@ void PipelineSettings::validate() const {
             throw std::invalid_argument(spec.name + " needs " + needed.name + " (" + spec.label + " needs the " +
                                         needed.label + ")");
     }
+    if (max_counts_per_cell > 0.0 && max_counts_per_cell < min_counts_per_cell)
+        throw std::invalid_argument("max_counts must be >= min_counts when set (got min_counts " +
+                                    format_number(min_counts_per_cell) + ", max_counts " +
+                                    format_number(max_counts_per_cell) + ")");
+    if (max_genes_per_cell > 0 && max_genes_per_cell < min_genes_per_cell)
+        throw std::invalid_argument("max_genes must be >= min_genes when set (got min_genes " +
+                                    std::to_string(min_genes_per_cell) + ", max_genes " +
+                                    std::to_string(max_genes_per_cell) + ")");
     if (umap.min_dist > umap.spread)
         throw std::invalid_argument("min_dist must be <= spread (got min_dist " + format_number(umap.min_dist) +
                                     ", spread " + format_number(umap.spread) + ")");

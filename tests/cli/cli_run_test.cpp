@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
@@ -327,6 +328,58 @@ TEST(CliRun, RecipeNoneOnRawCountsWarns) {
                          " 2>&1");
     ASSERT_EQ(result.exit_code, 0) << result.output;
     EXPECT_EQ(result.output.find("warning"), std::string::npos) << result.output;
+}
+
+// The QC cell filters as options: the output holds exactly the cells a brute-force count
+// over the input's rows keeps (total counts, expressed genes, percent in MT- genes).
+TEST(CliRun, QcThresholdOptionsKeepTheCellsABruteForceCountKeeps) {
+    const std::string& input = synthetic_input(1500);
+    io::OpenedDataset opened = io::open_dataset(input);
+    const CsrShard rows = opened.source->read_rows(0, opened.meta.shape.num_cells);
+    const auto& names = opened.meta.var.index();
+    std::vector<double> totals, mito;
+    std::vector<std::int64_t> genes;
+    for (std::int64_t cell = 0; cell < opened.meta.shape.num_cells; ++cell) {
+        double total = 0, mt = 0;
+        std::int64_t expressed = 0;
+        for (auto entry = rows.row_offsets[cell]; entry < rows.row_offsets[cell + 1]; ++entry) {
+            total += rows.values[entry];
+            expressed += rows.values[entry] != 0.0f;
+            if (names[static_cast<std::size_t>(rows.gene_indices[entry])].rfind("MT-", 0) == 0) mt += rows.values[entry];
+        }
+        totals.push_back(total);
+        genes.push_back(expressed);
+        mito.push_back(100.0 * mt / total);
+    }
+    auto sorted_totals = totals;
+    auto sorted_genes = genes;
+    auto sorted_mito = mito;
+    std::sort(sorted_totals.begin(), sorted_totals.end());
+    std::sort(sorted_genes.begin(), sorted_genes.end());
+    std::sort(sorted_mito.begin(), sorted_mito.end());
+    const std::size_t n = totals.size();
+    const double max_counts = std::round(sorted_totals[n * 9 / 10]);
+    const std::int64_t min_genes = sorted_genes[n / 10], max_genes = sorted_genes[n * 19 / 20];
+    const double max_mito = std::round(sorted_mito[n * 8 / 10] * 10.0) / 10.0;
+    std::int64_t kept = 0;
+    for (std::size_t cell = 0; cell < n; ++cell)
+        kept += totals[cell] <= max_counts && genes[cell] >= min_genes && genes[cell] <= max_genes && mito[cell] <= max_mito;
+    ASSERT_GT(kept, 0);
+    ASSERT_LT(kept, static_cast<std::int64_t>(n) * 8 / 10);
+
+    const auto folder = test::temp_dir("cli-run-qc");
+    const auto out = (folder / "out.h5ad").string();
+    const auto result = run_command(cli + " run " + shell_quote(input) + " --n-pcs 10 --max-counts-per-cell " +
+                                    std::to_string(max_counts) + " --min-genes-per-cell " + std::to_string(min_genes) +
+                                    " --max-genes-per-cell " + std::to_string(max_genes) + " --max-pct-counts-mt " +
+                                    std::to_string(max_mito) + " --out " + shell_quote(out) + " 2>&1");
+    ASSERT_EQ(result.exit_code, 0) << result.output;
+    EXPECT_EQ(io::open_dataset(out).meta.shape.num_cells, kept);
+    // min > max is refused naming both settings.
+    const auto bad = run_command(cli + " run " + shell_quote(input) + " --min-genes-per-cell 500 --max-genes-per-cell 100 "
+                                 "--out " + shell_quote(out) + " 2>&1");
+    EXPECT_EQ(bad.exit_code, 2) << bad.output;
+    EXPECT_NE(bad.output.find("max_genes must be >= min_genes"), std::string::npos) << bad.output;
 }
 
 TEST(CliRun, TheSettingsCommandPrintsTheSchemasTable) {

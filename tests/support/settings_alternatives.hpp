@@ -10,9 +10,12 @@ namespace fathom::test {
 
 /// A value of `spec` that differs from its value in `base` and lies in its range:
 /// integers and reals one increment up (down at the top of the range), flags flipped,
-/// choices the last other choice. min_dist stays below spread.
+/// choices the last other choice. min_dist stays below spread; an unset upper QC limit
+/// (max_counts, max_genes: 0) becomes the top of its range, which keeps every cell.
 inline SettingValue other_value(const SettingSpec& spec, const PipelineSettings& base) {
     const SettingValue now = spec.get(base);
+    if (spec.name == "max_counts" && std::get<double>(now) == 0.0) return spec.maximum;
+    if (spec.name == "max_genes" && std::get<std::int64_t>(now) == 0) return static_cast<std::int64_t>(spec.maximum);
     switch (spec.kind) {
         case SettingKind::Integer: {
             const auto value = std::get<std::int64_t>(now);

@@ -30,6 +30,15 @@
 
 namespace fathom::detail {
 
+/// The values marker genes are tested on, every gene of every raw row, as Scanpy's
+/// rank_genes_groups reads them (markers_layer): raw/X as stored (use_raw), X's counts
+/// log-normalised (normalize_total to 1e4, log1p), or an analysed file's X as stored.
+struct MarkerValues {
+    ShardSet values;                     ///< raw rows x genes
+    std::vector<std::string> gene_names; ///< one per column
+    ValueLayer layer = ValueLayer::LogNorm;
+};
+
 /// A dataset as opened: host metadata plus the raw shards, which never change after
 /// loading (the pipeline works on copies). Queries lock `raw_mutex` (one call at a
 /// time per backend).
@@ -58,12 +67,30 @@ struct LoadedData {
     ShardLayout stream_layout;             ///< out-of-core: the shards, this process's run of them
     /// Gene columns read by queries (filters, gene values), per gene and layer.
     mutable GeneColumnCache gene_columns;
+    /// The h5ad's raw/X (anndata `.raw`) when X was opened and the file has one for the
+    /// same cells: its genes and row offsets. Queries of ValueLayer::Raw stream its
+    /// columns from the file (stream_gene_columns), then keep them in `gene_columns`.
+    struct RawMatrix {
+        Table var;                            ///< raw/var: the genes of raw/X
+        std::vector<std::int64_t> row_offsets;///< num_cells + 1
+    };
+    std::optional<RawMatrix> raw_matrix;
+    /// AnalysisSnapshot::qc: the QC metrics of every cell when X holds raw counts in memory.
+    std::shared_ptr<const CellQcMetrics> qc_metrics;
+    /// Made by the first markers request (compute queue), then kept.
+    mutable std::mutex marker_mutex;
+    mutable std::shared_ptr<const MarkerValues> marker_values;
 };
 
 /// Options of the preprocessing step (cell pre-filter + the recipe up to gene selection).
 struct PreprocessOptions {
     Recipe recipe = Recipe::Zheng17;
     double min_counts_per_cell = 0.0;
+    /// The other QC cell filters (PipelineSettings; cells_passing_qc on the QC metrics).
+    double max_counts_per_cell = 0.0;
+    std::int64_t min_genes_per_cell = 0;
+    std::int64_t max_genes_per_cell = 0;
+    double max_pct_counts_mt = 100.0;
     /// scanpy held X as integers (Zheng17Options::integer_dtype), from the dataset.
     bool integer_dtype = false;
     /// Every stored value of X is an integer (LoadedData::integer_counts): the fused
@@ -219,6 +246,10 @@ namespace detail {
 /// Runs the pipeline (Pipeline.cpp) on the compute thread.
 void run_pipeline(Engine::State& state, const PipelineSettings& settings, JobContext& ctx);
 /// Builds the snapshot of the current data + cache (Pipeline.cpp).
+/// The obsm key of a pipeline result: scanpy's `key` ("X_pca", "X_umap"), or
+/// "<key>_fathom" when the file brought its own `key` (which stays as the file had it).
+std::string pipeline_obsm_key(const std::string& key, const Dataset& meta);
+
 std::shared_ptr<AnalysisSnapshot> build_snapshot(const Engine::State& state, const LoadedData& data);
 /// The h5ad content of a snapshot: obs, var, obsm, varm, obsp and uns as scanpy lays
 /// them out (Pipeline.cpp).

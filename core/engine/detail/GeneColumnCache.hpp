@@ -8,8 +8,10 @@
 #include <memory>
 #include <mutex>
 #include <span>
+#include <string>
 #include <vector>
 
+#include "core/data/Table.hpp"
 #include "core/engine/Engine.hpp"
 #include "core/types/JobContext.hpp"
 
@@ -77,7 +79,12 @@ private:
 /// ShardSet::gene_columns call (under data.raw_mutex) — a streamed dataset: from its
 /// file, in one pass of blocks of config.stream_block_nnz non-zeros, read as config.read
 /// says — LogNorm'ed when asked (lognorm_in_place, target_sum 1e4) and cached. One column
-/// per entry of `genes`.
+/// per entry of `genes`. ValueLayer::Raw: `genes` index raw/var, and the columns are
+/// streamed from the file's raw/X (LoadedData::raw_matrix; an error without one).
+/// The genes a query in `layer` names: raw/var for ValueLayer::Raw, else var. Throws
+/// std::invalid_argument starting with `what` when Raw is asked of a dataset without raw/X.
+const Table& layer_var(const LoadedData& data, ValueLayer layer, const std::string& what);
+
 std::vector<GeneColumnCache::Column> cached_gene_columns(const LoadedData& data, const EngineConfig& config,
                                                          std::span<const std::int32_t> genes, ValueLayer layer,
                                                          JobContext& ctx);
