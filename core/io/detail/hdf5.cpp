@@ -441,6 +441,26 @@ std::optional<std::vector<unsigned char>> attribute_raw_data(const File& file, c
     return found;
 }
 
+/// The attribute messages of an object header, checked for sizes that fit their message
+/// before libhdf5 decodes them (a corrupt one made H5O__msg_iterate_real copy past its
+/// buffer).
+void check_attribute_messages(const File& file, const std::string& object, const RawFile& raw) {
+    walk_header(file, object, raw, [&](unsigned type, const unsigned char* message, std::size_t size) {
+        if (type != 0x0C) return false;
+        if (size < 8) file.fail(object, "an attribute message of " + std::to_string(size) + " bytes (corrupt file)");
+        const unsigned version = message[0];
+        const std::size_t name_size = decode_le(message + 2, 2), type_size = decode_le(message + 4, 2),
+                          space_size = decode_le(message + 6, 2);
+        auto pad = [&](std::size_t n) { return version == 1 ? (n + 7) & ~std::size_t{7} : n; };
+        const std::size_t name_at = version == 3 ? 9 : 8;
+        if (version < 1 || version > 3 || name_size == 0 || name_at + pad(name_size) + pad(type_size) + pad(space_size) > size)
+            file.fail(object, "an attribute message whose parts (" + std::to_string(name_size) + " + " +
+                                  std::to_string(type_size) + " + " + std::to_string(space_size) +
+                                  " bytes) do not fit its " + std::to_string(size) + " bytes (corrupt file)");
+        return false;
+    });
+}
+
 /// An old-style group (symbol table, what h5py writes by default) keeps its link names
 /// in a local heap; libhdf5 1.10 reads a heap whose data segment lies outside the file
 /// through a null buffer (a crash in H5HL_protect). Checked before any lookup in it.
@@ -674,6 +694,33 @@ Handle File::open_dataset(const std::string& object) const {
     if (H5Pget_external_count(create.get()) > 0)
         fail(object, "keeps its data in external raw files; not supported: make the file self-contained first "
                      "(h5repack -l CONTI)");
+    // Stored bytes against the elements they hold: libhdf5 1.10 copies from a null or
+    // short buffer for compact storage smaller than its elements (a crash) and reads
+    // contiguous storage past the end of the file.
+    const H5D_layout_t layout = H5Pget_layout(create.get());
+    if (layout == H5D_COMPACT || layout == H5D_CONTIGUOUS) {
+        Handle type(H5Dget_type(id), H5Tclose);
+        Handle space(H5Dget_space(id), H5Sclose);
+        const hssize_t points = space ? H5Sget_simple_extent_npoints(space.get()) : -1;
+        const std::size_t element = type ? H5Tget_size(type.get()) : 0;
+        if (points < 0 || element == 0) fail(object, "type or dataspace cannot be read");
+        const std::uint64_t needed = static_cast<std::uint64_t>(points) * element;
+        const std::uint64_t stored = H5Dget_storage_size(id);
+        if (layout == H5D_COMPACT && stored != needed)
+            fail(object, "compact storage holds " + std::to_string(stored) + " bytes for " + std::to_string(points) +
+                             " elements of " + std::to_string(element) + " bytes (corrupt file)");
+        const haddr_t address = layout == H5D_CONTIGUOUS ? H5Dget_offset(id) : HADDR_UNDEF;
+        if (address != HADDR_UNDEF) {
+            hsize_t file_size = 0;
+            if (stored < needed)
+                fail(object, "stores " + std::to_string(stored) + " bytes for " + std::to_string(points) + " elements of " +
+                                 std::to_string(element) + " bytes (corrupt file)");
+            if (H5Fget_filesize(m_file.get(), &file_size) >= 0 && (address > file_size || stored > file_size - address))
+                fail(object, "data lies past the end of the file (" + std::to_string(stored) + " bytes at " +
+                                 std::to_string(address) + ", file " + std::to_string(file_size) +
+                                 " bytes): truncated or corrupt file");
+        }
+    }
     return dataset;
 }
 
@@ -811,6 +858,11 @@ std::vector<std::string> File::read_strings(const std::string& object, std::int6
 
 bool File::has_attribute(const std::string& object, const std::string& name) const {
     if (!exists(object)) return false;
+    // The object's attribute messages, checked once (the key cannot be a group path).
+    if (!m_writable && m_checked_groups.insert(std::string("\n attributes of ") + object).second) {
+        RawFile raw;
+        if (open_raw(*this, raw)) check_attribute_messages(*this, object, raw);
+    }
     return H5Aexists_by_name(m_file.get(), object.c_str(), name.c_str(), H5P_DEFAULT) > 0;
 }
 
