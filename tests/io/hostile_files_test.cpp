@@ -199,6 +199,21 @@ open(path, "wb").write(bytes(raw))
     EXPECT_NE(message.find("an attribute message whose parts"), std::string::npos) << message;
 }
 
+TEST_F(HostileFiles, ObjectHeaderLargerThanTheFileIsRefusedBeforeLibhdf5AllocatesIt) {
+    const auto path = file("header.h5ad");
+    write_with_python(path, R"PY(
+import struct
+mc.write_h5ad(path)
+with h5py.File(path, "r") as f:
+    address = h5py.h5o.get_info(f["obs"].id).addr
+raw = bytearray(open(path, "rb").read())
+assert raw[address] == 1
+struct.pack_into("<I", raw, address + 8, 0x7FFFFFF0)
+open(path, "wb").write(bytes(raw))
+)PY");
+    expect_format_error(path, "/obs", "object header declares 2147483632 bytes");
+}
+
 // ---------------------------------------------------------------- uns
 
 TEST_F(HostileFiles, UnsHardLinkCycleIsRefused) {

@@ -441,6 +441,30 @@ std::optional<std::vector<unsigned char>> attribute_raw_data(const File& file, c
     return found;
 }
 
+/// The first block of the object header at `address` must lie inside the file: libhdf5
+/// 1.10 allocates whatever size a corrupt header prefix declares (16 GiB, found by
+/// fuzz_h5ad) before it reads the block.
+void check_header_size(const File& file, const std::string& object, std::uint64_t address) {
+    RawFile raw;
+    if (!open_raw(file, raw)) return;
+    unsigned char prefix[32] = {};
+    if (!raw.read(address, 16, prefix)) file.fail(object, "object header lies past the end of the file (corrupt file)");
+    std::uint64_t size = 0;
+    if (std::memcmp(prefix, "OHDR", 4) == 0) {
+        if (!raw.read(address, 32, prefix)) file.fail(object, "object header cannot be read (corrupt file)");
+        const unsigned flags = prefix[5];
+        const std::size_t position = 6 + ((flags & 0x20) ? 16 : 0) + ((flags & 0x10) ? 4 : 0);
+        size = decode_le(prefix + position, std::size_t{1} << (flags & 3));
+    } else if (prefix[0] == 1) {
+        size = decode_le(prefix + 8, 4);
+    } else {
+        return;  // libhdf5 refuses unknown versions itself
+    }
+    if (size > raw.size || address > raw.size - size)
+        file.fail(object, "object header declares " + std::to_string(size) + " bytes at " + std::to_string(address) +
+                              ", beyond the file's " + std::to_string(raw.size) + " bytes (corrupt file)");
+}
+
 /// The attribute messages of an object header, checked for sizes that fit their message
 /// before libhdf5 decodes them (a corrupt one made H5O__msg_iterate_real copy past its
 /// buffer).
@@ -588,6 +612,7 @@ bool File::exists(const std::string& object) const {
         H5L_info_t link{};
         if (H5Lget_info(current.get(), name.c_str(), &link, H5P_DEFAULT) < 0)
             fail(object.substr(0, next), "link cannot be read");
+        if (link.type == H5L_TYPE_HARD) check_header_size(*this, object.substr(0, next), link.u.address);
         if (H5Oexists_by_name(current.get(), name.c_str(), H5P_DEFAULT) <= 0) {
             // A soft or external link whose target is absent, or a cycle of links: an
             // error, never "absent" (X, obs or var would silently read as missing).
