@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <map>
+#include <utility>
 #include <set>
 #include <array>
 #include <cerrno>
@@ -351,6 +352,9 @@ void check_string_heaps(const File& file, const std::string& object, hid_t datas
 /// throws FormatError when the header is inconsistent (blocks past the end of the
 /// file, messages overrunning their block).
 template <typename Visit>
+bool walk_header_at(const File& file, const std::string& object, const RawFile& raw, std::uint64_t header, Visit&& visit);
+
+template <typename Visit>
 bool walk_header(const File& file, const std::string& object, const RawFile& raw, Visit&& visit) {
 #if H5_VERSION_GE(1, 12, 0)
     H5O_info2_t info;
@@ -363,6 +367,13 @@ bool walk_header(const File& file, const std::string& object, const RawFile& raw
     if (H5Oget_info_by_name2(file.id(), object.c_str(), &info, H5O_INFO_BASIC, H5P_DEFAULT) < 0) return false;
     const std::uint64_t header = info.addr;
 #endif
+    return walk_header_at(file, object, raw, header, std::forward<Visit>(visit));
+}
+
+/// walk_header() for the header at `header` (no libhdf5 call: usable before libhdf5
+/// has loaded the header).
+template <typename Visit>
+bool walk_header_at(const File& file, const std::string& object, const RawFile& raw, std::uint64_t header, Visit&& visit) {
     const std::string where = "object header at address " + std::to_string(header);
     unsigned char prefix[32] = {};
     if (!raw.read(header, 16, prefix)) file.fail(object, where + " lies past the end of the file (truncated file?)");
@@ -463,6 +474,8 @@ void check_header_size(const File& file, const std::string& object, std::uint64_
     if (size > raw.size || address > raw.size - size)
         file.fail(object, "object header declares " + std::to_string(size) + " bytes at " + std::to_string(address) +
                               ", beyond the file's " + std::to_string(raw.size) + " bytes (corrupt file)");
+    // Its continuation blocks too (a 4 GiB continuation was the next fuzz finding).
+    walk_header_at(file, object, raw, address, [](unsigned, const unsigned char*, std::size_t) { return false; });
 }
 
 /// The attribute messages of an object header, checked for sizes that fit their message
