@@ -164,6 +164,56 @@ open(path, "wb").write(bytes(raw))
     EXPECT_NE(message.find(path.string()), std::string::npos) << message;
 }
 
+TEST_F(HostileFiles, CompactStorageSmallerThanItsElementsIsRefused) {
+    // A compact dataset whose layout message says 0 bytes for 2 int32: libhdf5 1.10
+    // copied from a null buffer (found by fuzz_10x).
+    const auto path = file("compact.h5");
+    write_with_python(path, R"PY(
+mc.write_10x(path)
+with h5py.File(path, "r+") as f:
+    del f["matrix/shape"]
+    dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+    dcpl.set_layout(h5py.h5d.COMPACT)
+    space = h5py.h5s.create_simple((2,))
+    d = h5py.h5d.create(f["matrix"].id, b"shape", h5py.h5t.STD_I32LE, space, dcpl=dcpl)
+    d.write(h5py.h5s.ALL, h5py.h5s.ALL, np.array([mc.GENES, mc.CELLS], np.int32))
+raw = bytearray(open(path, "rb").read())
+at = raw.index(b"\x03\x00\x08\x00" + np.array([mc.GENES, mc.CELLS], np.int32).tobytes())
+raw[at + 2] = 0
+open(path, "wb").write(bytes(raw))
+)PY");
+    expect_format_error(path, "/matrix/shape", "compact storage holds 0 bytes for 2 elements");
+}
+
+TEST_F(HostileFiles, AttributeMessageLargerThanItselfIsRefused) {
+    const auto path = file("attribute.h5ad");
+    write_with_python(path, R"PY(
+mc.write_h5ad(path)
+raw = bytearray(open(path, "rb").read())
+at = raw.index(b"encoding-type\x00") - 8
+assert raw[at] == 1 and raw[at + 2] == 14
+raw[at + 2:at + 4] = b"\xff\x7f"
+open(path, "wb").write(bytes(raw))
+)PY");
+    const std::string message = refusal<io::FormatError>(path);
+    EXPECT_NE(message.find("an attribute message whose parts"), std::string::npos) << message;
+}
+
+TEST_F(HostileFiles, ObjectHeaderLargerThanTheFileIsRefusedBeforeLibhdf5AllocatesIt) {
+    const auto path = file("header.h5ad");
+    write_with_python(path, R"PY(
+import struct
+mc.write_h5ad(path)
+with h5py.File(path, "r") as f:
+    address = h5py.h5o.get_info(f["obs"].id).addr
+raw = bytearray(open(path, "rb").read())
+assert raw[address] == 1
+struct.pack_into("<I", raw, address + 8, 0x7FFFFFF0)
+open(path, "wb").write(bytes(raw))
+)PY");
+    expect_format_error(path, "/obs", "object header declares 2147483632 bytes");
+}
+
 // ---------------------------------------------------------------- uns
 
 TEST_F(HostileFiles, UnsHardLinkCycleIsRefused) {

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <map>
+#include <utility>
 #include <set>
 #include <array>
 #include <cerrno>
@@ -351,6 +352,9 @@ void check_string_heaps(const File& file, const std::string& object, hid_t datas
 /// throws FormatError when the header is inconsistent (blocks past the end of the
 /// file, messages overrunning their block).
 template <typename Visit>
+bool walk_header_at(const File& file, const std::string& object, const RawFile& raw, std::uint64_t header, Visit&& visit);
+
+template <typename Visit>
 bool walk_header(const File& file, const std::string& object, const RawFile& raw, Visit&& visit) {
 #if H5_VERSION_GE(1, 12, 0)
     H5O_info2_t info;
@@ -363,6 +367,13 @@ bool walk_header(const File& file, const std::string& object, const RawFile& raw
     if (H5Oget_info_by_name2(file.id(), object.c_str(), &info, H5O_INFO_BASIC, H5P_DEFAULT) < 0) return false;
     const std::uint64_t header = info.addr;
 #endif
+    return walk_header_at(file, object, raw, header, std::forward<Visit>(visit));
+}
+
+/// walk_header() for the header at `header` (no libhdf5 call: usable before libhdf5
+/// has loaded the header).
+template <typename Visit>
+bool walk_header_at(const File& file, const std::string& object, const RawFile& raw, std::uint64_t header, Visit&& visit) {
     const std::string where = "object header at address " + std::to_string(header);
     unsigned char prefix[32] = {};
     if (!raw.read(header, 16, prefix)) file.fail(object, where + " lies past the end of the file (truncated file?)");
@@ -439,6 +450,52 @@ std::optional<std::vector<unsigned char>> attribute_raw_data(const File& file, c
         return true;
     });
     return found;
+}
+
+/// The first block of the object header at `address` must lie inside the file: libhdf5
+/// 1.10 allocates whatever size a corrupt header prefix declares (16 GiB, found by
+/// fuzz_h5ad) before it reads the block.
+void check_header_size(const File& file, const std::string& object, std::uint64_t address) {
+    RawFile raw;
+    if (!open_raw(file, raw)) return;
+    unsigned char prefix[32] = {};
+    if (!raw.read(address, 16, prefix)) file.fail(object, "object header lies past the end of the file (corrupt file)");
+    std::uint64_t size = 0;
+    if (std::memcmp(prefix, "OHDR", 4) == 0) {
+        if (!raw.read(address, 32, prefix)) file.fail(object, "object header cannot be read (corrupt file)");
+        const unsigned flags = prefix[5];
+        const std::size_t position = 6 + ((flags & 0x20) ? 16 : 0) + ((flags & 0x10) ? 4 : 0);
+        size = decode_le(prefix + position, std::size_t{1} << (flags & 3));
+    } else if (prefix[0] == 1) {
+        size = decode_le(prefix + 8, 4);
+    } else {
+        return;  // libhdf5 refuses unknown versions itself
+    }
+    if (size > raw.size || address > raw.size - size)
+        file.fail(object, "object header declares " + std::to_string(size) + " bytes at " + std::to_string(address) +
+                              ", beyond the file's " + std::to_string(raw.size) + " bytes (corrupt file)");
+    // Its continuation blocks too (a 4 GiB continuation was the next fuzz finding).
+    walk_header_at(file, object, raw, address, [](unsigned, const unsigned char*, std::size_t) { return false; });
+}
+
+/// The attribute messages of an object header, checked for sizes that fit their message
+/// before libhdf5 decodes them (a corrupt one made H5O__msg_iterate_real copy past its
+/// buffer).
+void check_attribute_messages(const File& file, const std::string& object, const RawFile& raw) {
+    walk_header(file, object, raw, [&](unsigned type, const unsigned char* message, std::size_t size) {
+        if (type != 0x0C) return false;
+        if (size < 8) file.fail(object, "an attribute message of " + std::to_string(size) + " bytes (corrupt file)");
+        const unsigned version = message[0];
+        const std::size_t name_size = decode_le(message + 2, 2), type_size = decode_le(message + 4, 2),
+                          space_size = decode_le(message + 6, 2);
+        auto pad = [&](std::size_t n) { return version == 1 ? (n + 7) & ~std::size_t{7} : n; };
+        const std::size_t name_at = version == 3 ? 9 : 8;
+        if (version < 1 || version > 3 || name_size == 0 || name_at + pad(name_size) + pad(type_size) + pad(space_size) > size)
+            file.fail(object, "an attribute message whose parts (" + std::to_string(name_size) + " + " +
+                                  std::to_string(type_size) + " + " + std::to_string(space_size) +
+                                  " bytes) do not fit its " + std::to_string(size) + " bytes (corrupt file)");
+        return false;
+    });
 }
 
 /// An old-style group (symbol table, what h5py writes by default) keeps its link names
@@ -568,6 +625,7 @@ bool File::exists(const std::string& object) const {
         H5L_info_t link{};
         if (H5Lget_info(current.get(), name.c_str(), &link, H5P_DEFAULT) < 0)
             fail(object.substr(0, next), "link cannot be read");
+        if (link.type == H5L_TYPE_HARD) check_header_size(*this, object.substr(0, next), link.u.address);
         if (H5Oexists_by_name(current.get(), name.c_str(), H5P_DEFAULT) <= 0) {
             // A soft or external link whose target is absent, or a cycle of links: an
             // error, never "absent" (X, obs or var would silently read as missing).
@@ -674,6 +732,33 @@ Handle File::open_dataset(const std::string& object) const {
     if (H5Pget_external_count(create.get()) > 0)
         fail(object, "keeps its data in external raw files; not supported: make the file self-contained first "
                      "(h5repack -l CONTI)");
+    // Stored bytes against the elements they hold: libhdf5 1.10 copies from a null or
+    // short buffer for compact storage smaller than its elements (a crash) and reads
+    // contiguous storage past the end of the file.
+    const H5D_layout_t layout = H5Pget_layout(create.get());
+    if (layout == H5D_COMPACT || layout == H5D_CONTIGUOUS) {
+        Handle type(H5Dget_type(id), H5Tclose);
+        Handle space(H5Dget_space(id), H5Sclose);
+        const hssize_t points = space ? H5Sget_simple_extent_npoints(space.get()) : -1;
+        const std::size_t element = type ? H5Tget_size(type.get()) : 0;
+        if (points < 0 || element == 0) fail(object, "type or dataspace cannot be read");
+        const std::uint64_t needed = static_cast<std::uint64_t>(points) * element;
+        const std::uint64_t stored = H5Dget_storage_size(id);
+        if (layout == H5D_COMPACT && stored != needed)
+            fail(object, "compact storage holds " + std::to_string(stored) + " bytes for " + std::to_string(points) +
+                             " elements of " + std::to_string(element) + " bytes (corrupt file)");
+        const haddr_t address = layout == H5D_CONTIGUOUS ? H5Dget_offset(id) : HADDR_UNDEF;
+        if (address != HADDR_UNDEF) {
+            hsize_t file_size = 0;
+            if (stored < needed)
+                fail(object, "stores " + std::to_string(stored) + " bytes for " + std::to_string(points) + " elements of " +
+                                 std::to_string(element) + " bytes (corrupt file)");
+            if (H5Fget_filesize(m_file.get(), &file_size) >= 0 && (address > file_size || stored > file_size - address))
+                fail(object, "data lies past the end of the file (" + std::to_string(stored) + " bytes at " +
+                                 std::to_string(address) + ", file " + std::to_string(file_size) +
+                                 " bytes): truncated or corrupt file");
+        }
+    }
     return dataset;
 }
 
@@ -811,6 +896,11 @@ std::vector<std::string> File::read_strings(const std::string& object, std::int6
 
 bool File::has_attribute(const std::string& object, const std::string& name) const {
     if (!exists(object)) return false;
+    // The object's attribute messages, checked once (the key cannot be a group path).
+    if (!m_writable && m_checked_groups.insert(std::string("\n attributes of ") + object).second) {
+        RawFile raw;
+        if (open_raw(*this, raw)) check_attribute_messages(*this, object, raw);
+    }
     return H5Aexists_by_name(m_file.get(), object.c_str(), name.c_str(), H5P_DEFAULT) > 0;
 }
 
