@@ -54,6 +54,7 @@
 #include "ui/SelectionWorkflow.hpp"
 #include "ui/MarkersPanel.hpp"
 #include "ui/MarkerPlots.hpp"
+#include "ui/OpenCheck.hpp"
 #ifdef FATHOM_HAS_VTK
 #include "ui/vtk/Embedding3DDock.hpp"
 #endif
@@ -101,6 +102,7 @@ void show_hover_clusters(PlotView& plot, const AnalysisSnapshot& snapshot) {
 struct MainWindow::Private {
     EngineConfig config;
     std::unique_ptr<Engine> engine;
+    OpenCheck open_check;  ///< a data file is read in a separate process before it is opened here
     bool interactive = true;
     std::shared_ptr<const AnalysisSnapshot> snapshot = std::make_shared<AnalysisSnapshot>();
     QString current_path;
@@ -733,6 +735,30 @@ bool MainWindow::openFile(const QString& path) {
         emit datasetOpened(false, message, static_cast<int>(FailureKind::Input));
         return false;
     }
+    if (d->run_after_open) {  // the same file again, on other devices: checked when first opened
+        openCheckedFile(path);
+        return true;
+    }
+    // Nothing of the open dataset is touched until the check has let the file through.
+    log(tr("checking %1 in a separate process").arg(path));
+    d->status_label->setText(tr("checking %1").arg(QFileInfo(path).fileName()));
+    disconnect(&d->open_check, &OpenCheck::finished, this, nullptr);
+    connect(&d->open_check, &OpenCheck::finished, this, [this, path](OpenCheck::Outcome outcome, const QString& message) {
+        if (outcome == OpenCheck::Outcome::Refused) {
+            log(tr("open refused (input): %1").arg(message));
+            d->status_label->setText(message.section(QLatin1Char('\n'), 0, 0));
+            if (d->interactive) QMessageBox::warning(this, tr("Fathom"), message);
+            emit datasetOpened(false, message, static_cast<int>(FailureKind::Input));
+            return;
+        }
+        if (!message.isEmpty()) log(message);
+        openCheckedFile(path);
+    });
+    d->open_check.start(path);
+    return true;
+}
+
+void MainWindow::openCheckedFile(const QString& path) {
     d->watcher->cancel(QStringLiteral("pipeline"));
     const bool reload = d->run_after_open;  // the same file again, on other devices
     d->current_path = QFileInfo(path).absoluteFilePath();
@@ -774,7 +800,6 @@ bool MainWindow::openFile(const QString& path) {
             startPipelineJob();
         }
     });
-    return true;
 }
 
 void MainWindow::resetDatasetState() {

@@ -46,8 +46,10 @@ public:
     explicit MainWindow(EngineConfig config = {}, bool interactive = true, QWidget* parent = nullptr);
     ~MainWindow() override;
 
-    /// Starts opening `path` (cancels a running pipeline first). False when the path
-    /// does not exist (reported like any other open failure).
+    /// Starts opening `path` (cancels a running pipeline first). A data file is first
+    /// read whole by a separate process (OpenCheck); one that crashes or hangs it is
+    /// refused (datasetOpened(false, ...)) and what is open stays as it was. False when
+    /// the path does not exist (reported like any other open failure).
     bool openFile(const QString& path);
     /// Runs the pipeline with the form's settings (recreating the engine first when the
     /// device list changed). False when the settings do not validate or no dataset is open.
@@ -182,6 +184,8 @@ private:
     void rebuildRecentMenu();
     void setBusy(bool busy);
     void startPipelineJob();
+    /// openFile() once the separate check let the file through.
+    void openCheckedFile(const QString& path);
     void showFigureExportDialog();
     void showDataExportDialog();
     void restoreSessionView(const SessionState& state);

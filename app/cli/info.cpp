@@ -35,16 +35,22 @@ void print_columns(const char* label, const Table& table) {
 }
 
 // Streams the matrix in blocks to decide whether every value is a non-negative
-// integer (raw counts) without holding more than one block.
-bool scan_integer_counts(io::RowSource& source) {
+// integer (raw counts) without holding more than one block. Stops at the first
+// non-integer value unless `every_row` (--read-all: the whole matrix is read).
+bool scan_integer_counts(io::RowSource& source, bool every_row) {
     const auto num_cells = source.shape().num_cells;
     constexpr std::int64_t block = 65536;
-    for (std::int64_t begin = 0; begin < num_cells; begin += block) {
+    bool integer = true;
+    for (std::int64_t begin = 0; begin < num_cells && (integer || every_row); begin += block) {
         const auto shard = source.read_rows(begin, std::min(num_cells, begin + block));
-        for (float value : shard.values)
-            if (value < 0.0f || value != std::floor(value)) return false;
+        if (integer)
+            for (float value : shard.values)
+                if (value < 0.0f || value != std::floor(value)) {
+                    integer = false;
+                    break;
+                }
     }
-    return true;
+    return integer;
 }
 
 /// Names equal to an earlier one.
@@ -61,13 +67,21 @@ void add_info_command(CLI::App& app, int& exit_code) {
     auto* command = app.add_subcommand("info", "Describe a dataset: format, shape, nnz, value type, annotations");
     auto path = std::make_shared<std::string>();
     auto args = std::make_shared<ReadArgs>();
+    auto read_all = std::make_shared<bool>(false);
     command->add_option("FILE", *path, "h5ad, 10x HDF5, Matrix Market folder or .mtx file")->required();
     add_read_options(*command, *args);
-    command->callback([&exit_code, path, args] {
+    command->add_flag("--read-all", *read_all,
+                      "read every row of the matrix too (the explorer checks a file this way, in a separate "
+                      "process, before it opens it)");
+    command->callback([&exit_code, path, args, read_all] {
         exit_code = guarded([&] {
             io::OpenedDataset opened = io::open_dataset(*path, io_read_options(*args));
             const Dataset& meta = opened.meta;
-            const bool integer = meta.integer_counts_known ? meta.integer_counts : scan_integer_counts(*opened.source);
+            bool integer = meta.integer_counts;
+            if (!meta.integer_counts_known || *read_all) {
+                const bool scanned = scan_integer_counts(*opened.source, *read_all);
+                if (!meta.integer_counts_known) integer = scanned;
+            }
             // What X holds, from the first cells (as the engine decides it at open).
             MatrixContentScan scan(meta.shape.num_genes);
             if (meta.shape.num_cells > 0) scan.add(opened.source->read_rows(0, std::min<std::int64_t>(meta.shape.num_cells, 2000)));

@@ -232,7 +232,34 @@ void dumb_select(const double* v, std::int64_t* tosort, std::int64_t num, std::i
     }
 }
 
-/// introselect_ (arg variant, no pivot stack: np.argpartition with one kth).
+void introselect(const double* v, std::int64_t* tosort, std::int64_t num, std::int64_t kth);
+
+/// median5_: the position (1, 2 or 3) of the median of tosort[0..4], after NumPy's swaps.
+std::int64_t median5(const double* v, std::int64_t* tosort) {
+    if (numpy_less(v[tosort[1]], v[tosort[0]])) std::swap(tosort[1], tosort[0]);
+    if (numpy_less(v[tosort[4]], v[tosort[3]])) std::swap(tosort[4], tosort[3]);
+    if (numpy_less(v[tosort[3]], v[tosort[0]])) std::swap(tosort[3], tosort[0]);
+    if (numpy_less(v[tosort[4]], v[tosort[1]])) std::swap(tosort[4], tosort[1]);
+    if (numpy_less(v[tosort[2]], v[tosort[1]])) std::swap(tosort[2], tosort[1]);
+    if (numpy_less(v[tosort[3]], v[tosort[2]])) return numpy_less(v[tosort[3]], v[tosort[1]]) ? 1 : 3;
+    return 2;
+}
+
+/// median_of_median5_: medians of blocks of 5 moved to the front, then their median
+/// selected (introselect on them); returns its position.
+std::int64_t median_of_median5(const double* v, std::int64_t* tosort, std::int64_t num) {
+    const std::int64_t num_medians = num / 5;
+    for (std::int64_t block = 0, left = 0; block < num_medians; ++block, left += 5) {
+        const std::int64_t median = median5(v, tosort + left);
+        std::swap(tosort[left + median], tosort[block]);
+    }
+    if (num_medians > 2) introselect(v, tosort, num_medians, num_medians / 2);
+    return num_medians / 2;
+}
+
+/// introselect_ (arg variant, float: np.argpartition with one kth, whose pivot stack
+/// then changes nothing). Median-of-3 pivots, falling back to the median of medians of 5
+/// after 2 log2(num) steps, as NumPy does; the selection is NumPy's, ties included.
 void introselect(const double* v, std::int64_t* tosort, std::int64_t num, std::int64_t kth) {
     std::int64_t low = 0, high = num - 1;
     if (kth - low < 3) {
@@ -251,14 +278,24 @@ void introselect(const double* v, std::int64_t* tosort, std::int64_t num, std::i
         std::swap(tosort[kth], tosort[max_index]);
         return;
     }
+    int depth_limit = msb(num) * 2;
     for (; low + 1 < high;) {
         std::int64_t ll = low + 1, hh = high;
-        // median3_swap_
-        const std::int64_t mid = low + (high - low) / 2;
-        if (numpy_less(v[tosort[high]], v[tosort[mid]])) std::swap(tosort[high], tosort[mid]);
-        if (numpy_less(v[tosort[high]], v[tosort[low]])) std::swap(tosort[high], tosort[low]);
-        if (numpy_less(v[tosort[low]], v[tosort[mid]])) std::swap(tosort[low], tosort[mid]);
-        std::swap(tosort[mid], tosort[low + 1]);
+        if (depth_limit > 0 || hh - ll < 5) {
+            // median3_swap_: the pivot to low, the 3-lowest element to low + 1
+            const std::int64_t mid = low + (high - low) / 2;
+            if (numpy_less(v[tosort[high]], v[tosort[mid]])) std::swap(tosort[high], tosort[mid]);
+            if (numpy_less(v[tosort[high]], v[tosort[low]])) std::swap(tosort[high], tosort[low]);
+            if (numpy_less(v[tosort[low]], v[tosort[mid]])) std::swap(tosort[low], tosort[mid]);
+            std::swap(tosort[mid], tosort[low + 1]);
+        } else {
+            // Not enough progress: the median of medians of 5 as the pivot (linear worst case).
+            const std::int64_t mid = ll + median_of_median5(v, tosort + ll, hh - ll);
+            std::swap(tosort[mid], tosort[low]);
+            --ll;  // a larger partition than after median3_swap_
+            ++hh;
+        }
+        --depth_limit;
         // unguarded_partition_
         const double pivot = v[tosort[low]];
         for (;;) {
@@ -314,7 +351,8 @@ void aheapsort(const double* v, std::int64_t* tosort, std::int64_t n) {
 
 /// numpy/core/src/npysort/quicksort.cpp (1.24): aquicksort_ (np.argsort's default).
 void aquicksort(const double* v, std::int64_t* tosort, std::int64_t num) {
-    constexpr std::int64_t small_quicksort = 16;
+    // SMALL_QUICKSORT of npysort_common.h: partitions while more than 16 elements remain.
+    constexpr std::int64_t small_quicksort = 15;
     std::int64_t* pl = tosort;
     std::int64_t* pr = tosort + num - 1;
     std::vector<std::int64_t*> stack;

@@ -115,15 +115,13 @@ std::vector<double> benjamini_hochberg(std::span<const double> pvals);
 
 /// scanpy 1.9.6's _select_top_n(scores, n_top) with NumPy 1.24's algorithms, so that
 /// equal scores come out in Scanpy's order: np.argpartition(scores, -n_top)[-n_top:]
-/// (introselect: median-of-3 pivots, unguarded partition, selection sort for kth within
-/// 3 of the low end) then np.argsort of those scores (quicksort: median-of-3, insertion
-/// sort below 17 elements, heapsort past 2 log2(n) levels), reversed. NaN sorts last, as
-/// in NumPy. Which genes are selected among equal scores at the cut is NumPy's on every
-/// CPU; their order within the selection is NumPy's generic sort, which NumPy builds
-/// with AVX-512 (1.24+ on such CPUs) replace above 16 elements by a vectorised sort
-/// with another order of ties. The median-of-medians fallback of introselect (after
-/// 2 log2(n) poor pivots) is not mirrored: a median-of-3 step is taken there. Returns
-/// gene indices, best first.
+/// (introselect: median-of-3 pivots, the median of medians of 5 after 2 log2(n) steps,
+/// unguarded partition, selection sort for kth within 3 of the low end) then np.argsort
+/// of those scores (quicksort: median-of-3, insertion sort from 16 elements down,
+/// heapsort past 2 log2(n) levels), reversed. NaN sorts last, as in NumPy. Equal scores
+/// come out in NumPy's order for any number of them (NumPy 1.24 has no vectorised
+/// float64 argsort or argpartition: its order does not depend on the CPU). Returns gene
+/// indices, best first.
 std::vector<std::int32_t> numpy_select_top_n(std::span<const double> scores, std::int64_t n_top);
 
 }  // namespace detail

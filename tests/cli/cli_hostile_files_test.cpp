@@ -66,6 +66,35 @@ TEST(CliHostileFiles, AnAllZeroMatrixIsReadButNotAnalysed) {
     EXPECT_FALSE(fs::exists(out));
 }
 
+// The explorer checks a file with `info --read-all` in a separate process before it opens
+// it (ui/OpenCheck): that must read every row. An h5ad with integer X whose last deflate
+// chunk (values of the last cells only) is damaged: the check exits 3 naming the object.
+TEST(CliHostileFiles, InfoReadAllReachesADamagedChunkAtTheEnd) {
+    FATHOM_REQUIRE_PYTHON("anndata", "h5py", "scipy");
+    const auto path = test::temp_dir("cli-read-all") / "late_damage.h5ad";
+    const auto made = test::run_python(R"py(
+import sys
+import anndata as ad, h5py, numpy as np, scipy.sparse as sp
+path = sys.argv[1]
+rng = np.random.default_rng(2)
+X = sp.random(5000, 300, density=0.07, format="csr", random_state=3, data_rvs=lambda n: rng.integers(1, 9, n)).astype(np.int32)
+ad.AnnData(X=X).write_h5ad(path, compression="gzip")
+with h5py.File(path, "r") as f:
+    data = f["X/data"]
+    last = data.id.get_chunk_info(data.id.get_num_chunks() - 1)
+    assert last.chunk_offset[0] > X.indptr[2000], "the last chunk holds values of the first 2,000 cells"
+with open(path, "r+b") as f:
+    f.seek(last.byte_offset + last.size // 2)
+    f.write(bytes([255]) * 64)
+)py",
+                                       {path.string()});
+    ASSERT_EQ(made.exit_code, 0) << made.output;
+    const auto whole = fathom("info --read-all " + shell_quote(path.string()));
+    EXPECT_EQ(whole.exit_code, kInputError) << whole.output;
+    EXPECT_NE(whole.output.find(path.string()), std::string::npos) << whole.output;
+    EXPECT_NE(whole.output.find("/X/data"), std::string::npos) << whole.output;
+}
+
 TEST(CliHostileFiles, AFifoIsRefusedAtOnce) {
     const auto folder = test::temp_dir("cli-fifo");
     const auto path = folder / "x.h5ad";
