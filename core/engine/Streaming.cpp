@@ -92,9 +92,22 @@ ShardStatistics read_statistics(ByteReader& in) {
     return part;
 }
 
+/// Pass 1's packed copy of the rows read, while it fits its budget.
+struct PackedKeeper {
+    std::shared_ptr<PackedMatrix> matrix;  ///< null: not kept (not asked, or over budget)
+    std::int64_t budget = 0;
+    std::int64_t bytes = 0;                ///< packed bytes reached
+    void add(const CsrShard& rows) {
+        if (!matrix) return;
+        matrix->add(rows);
+        bytes = matrix->memory_bytes();
+        if (bytes > budget) matrix.reset();  // over budget: the later passes read the file
+    }
+};
+
 /// One shard's rows [range.begin, range.end), read in blocks.
 ShardStatistics shard_statistics(io::RowSource& source, const RowRange& range, std::span<const std::uint8_t> mito_genes,
-                                 std::int64_t num_cells, JobContext& ctx, std::int64_t block_rows) {
+                                 std::int64_t num_cells, JobContext& ctx, std::int64_t block_rows, PackedKeeper& keeper) {
     const auto num_genes = mito_genes.size();
     ShardStatistics part;
     part.gene_totals.assign(num_genes, 0.0);
@@ -135,6 +148,7 @@ ShardStatistics shard_statistics(io::RowSource& source, const RowRange& range, s
                     break;
                 }
         }
+        keeper.add(block.shard());
         ctx.report(static_cast<double>(end) / static_cast<double>(std::max<std::int64_t>(1, num_cells)));
     }
     return part;
@@ -172,7 +186,8 @@ ShardLayout ShardLayout::over_ranks(std::span<const std::int64_t> row_offsets, i
 }
 
 StreamedStats stream_statistics(io::RowSource& source, std::span<const std::string> gene_names,
-                                const ShardLayout& layout, JobContext& ctx, std::int64_t block_rows) {
+                                const ShardLayout& layout, JobContext& ctx, std::int64_t block_rows,
+                                std::int64_t keep_budget_bytes) {
     const MatrixShape shape = source.shape();
     const auto num_genes = static_cast<std::size_t>(shape.num_genes);
     StreamedStats stats;
@@ -184,9 +199,14 @@ StreamedStats stream_statistics(io::RowSource& source, std::span<const std::stri
             if (gene_names[gene].rfind(prefix, 0) == 0) qc.mito_genes[gene] = 1;
     for (auto flag : qc.mito_genes) qc.num_mito_genes += flag;
 
+    PackedKeeper keeper;
+    keeper.budget = keep_budget_bytes;
+    if (keep_budget_bytes > 0) keeper.matrix = std::make_shared<PackedMatrix>(shape);
     std::vector<ShardStatistics> parts;
     for (const RowRange& range : layout.local())
-        parts.push_back(shard_statistics(source, range, qc.mito_genes, shape.num_cells, ctx, block_rows));
+        parts.push_back(shard_statistics(source, range, qc.mito_genes, shape.num_cells, ctx, block_rows, keeper));
+    stats.packed = std::move(keeper.matrix);
+    stats.packed_bytes = keeper.bytes;
     if (layout.distributed()) {
         // Every rank's partials, in rank order = global shard order.
         ByteWriter out;
