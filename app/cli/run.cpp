@@ -332,6 +332,9 @@ void add_run_command(CLI::App& app, int& exit_code) {
                                    {"rows", {snapshot->dataset->local_rows_begin, snapshot->dataset->local_rows_end}},
                                    {"matrix_bytes_read", snapshot->dataset->local_matrix_bytes},
                                    {"streamed", snapshot->dataset->streamed},
+                                   {"matrix_storage", snapshot->dataset->matrix_storage},
+                                   {"packed_bytes", snapshot->dataset->packed_bytes},
+                                   {"memory_budget_bytes", snapshot->dataset->memory_budget_bytes},
                                    {"shards", report["shards"]}};
             if (report.contains("device_note")) mine["device_note"] = report["device_note"];
             std::int64_t peak = 0;
@@ -355,6 +358,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
             report["ranks"] = ranks_json;
             if (!lead) return static_cast<int>(Ok);
             report["cells"] = snapshot->cells.size();
+            report["matrix_storage"] = snapshot->dataset->matrix_storage;
             report["genes"] = snapshot->dataset ? snapshot->dataset->shape.num_genes : 0;
             if (!args->report.empty())
                 write_file_atomically(args->report, [&](std::ostream& out) { out << report.dump(2) << "\n"; });

@@ -11,6 +11,7 @@
 #include "core/engine/detail/DevicePlacement.hpp"
 #include "core/engine/detail/EngineState.hpp"
 #include "core/engine/detail/SelectedRowsSource.hpp"
+#include "core/engine/detail/ShardRowSource.hpp"
 #include "core/io/RowSource.hpp"
 #include "core/io/h5ad_writer.hpp"
 
@@ -107,11 +108,11 @@ void write_over_ranks(const std::string& path, const Engine::State& state, const
             for (const CsrShard& block : blocks) emit(block);
             return;
         }
-        io::OpenedDataset reopened = io::open_dataset(data.meta.path, detail::read_options(data.read));
+        const std::unique_ptr<io::RowSource> source = detail::matrix_rows(data);
         for (const RowRange& range : data.stream_layout.local())
             for (std::int64_t begin = range.begin; begin < range.end; begin += detail::k_stream_block_rows) {
                 const std::int64_t end = std::min(range.end, begin + detail::k_stream_block_rows);
-                CsrShard host = reopened.source->read_rows(begin, end);
+                CsrShard host = source->read_rows(begin, end);
                 host.row_begin = begin;
                 cut(host, [&](const CsrShard& block) { emit(block); });
             }
@@ -172,6 +173,13 @@ std::optional<detail::LoadedData::RawMatrix> open_raw_matrix(const Dataset& meta
 }
 
 }  // namespace
+
+std::unique_ptr<io::RowSource> detail::matrix_rows(const LoadedData& data) {
+    if (data.packed) return std::make_unique<PackedRowSource>(data.packed);
+    io::ReadOptions options = read_options(data.read);
+    options.read_annotations = false;
+    return io::open_dataset(data.meta.path, options).source;
+}
 
 const char* value_layer_label(ValueLayer layer) noexcept {
     switch (layer) {
@@ -254,6 +262,7 @@ JobHandle Engine::open(std::string path) {
             budget = static_cast<std::int64_t>(::sysconf(_SC_PHYS_PAGES)) * ::sysconf(_SC_PAGE_SIZE) / 2 /
                      (ranks ? std::max(1, comm->node_size()) : 1);
         const std::int64_t share_bytes = ranks ? csr_bytes / comm->size() : csr_bytes;
+        data->memory_budget = budget;
         bool streamed = budget < 0 || share_bytes > budget;
         if (ranks) {
             // One decision for every rank (nodes may differ in memory): stream when any must.
@@ -267,12 +276,17 @@ JobHandle Engine::open(std::string path) {
             data->streamed = true;
             data->stream_layout =
                 detail::ShardLayout::over_ranks(offsets, std::max(1, devices.num_shards()), devices.balance, comm);
+            // The rows read are kept packed in memory while they fit the budget, so
+            // that the later passes decode them instead of reading the file again.
             data->qc_step.update(QcOptions{}, {}, clock, [&] {
                 state->begin_step(ctx, "qc");
-                data->streamed_stats =
-                    detail::stream_statistics(*opened.source, opened.meta.var.index(), data->stream_layout, ctx);
+                data->streamed_stats = detail::stream_statistics(*opened.source, opened.meta.var.index(),
+                                                                 data->stream_layout, ctx, detail::k_stream_block_rows,
+                                                                 std::max<std::int64_t>(0, budget));
                 return data->streamed_stats.qc;
             });
+            data->packed = std::move(data->streamed_stats.packed);
+            data->packed_bytes = data->streamed_stats.packed_bytes;
             data->integer_counts = data->streamed_stats.integer_counts;
             data->row_offsets = std::move(offsets);
             data->meta = std::move(opened.meta);
@@ -396,10 +410,16 @@ JobHandle Engine::export_h5ad(std::string path, bool include_matrix) {
         io::H5adWriteOptions options;
         options.write_matrix = include_matrix;
         if (include_matrix) {
-            // X = the raw counts of the analysed cells, streamed again from the file so
-            // that no second copy of the matrix is made.
-            io::OpenedDataset reopened = io::open_dataset(data->meta.path, detail::read_options(data->read));
-            detail::SelectedRowsSource rows(std::move(reopened.source), snapshot->cells);
+            // X = the raw counts of the analysed cells, block by block so that no second
+            // copy of the matrix is made: from the raw shards when they are in host
+            // memory (they never change after loading), else from the packed rows of an
+            // out-of-core run, else read again from the file.
+            std::unique_ptr<io::RowSource> source;
+            if (!data->streamed && detail::ShardRowSource::supports(data->raw))
+                source = std::make_unique<detail::ShardRowSource>(data->raw, data->meta.shape);
+            else
+                source = detail::matrix_rows(*data);
+            detail::SelectedRowsSource rows(std::move(source), snapshot->cells);
             io::write_h5ad(path, out, &rows, options, &ctx);
         } else {
             io::write_h5ad(path, out, nullptr, options, &ctx);

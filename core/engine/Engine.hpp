@@ -111,6 +111,15 @@ struct DatasetSummary {
     std::int64_t local_rows_end = 0;
     std::int64_t local_matrix_bytes = 0;
     bool streamed = false;             ///< the matrix is streamed from the file (out-of-core)
+    /// Where this process's rows of the matrix are held, as the memory budget decided:
+    /// "memory" (CSR shards, local_matrix_bytes), "packed" (out-of-core: read once from
+    /// the file, then held packed in memory, packed_bytes) or "file" (out-of-core: read
+    /// from the file at every pass).
+    std::string matrix_storage;
+    /// Bytes of the packed rows: held ("packed"), or reached when they passed the budget
+    /// ("file"; 0 when the budget says always stream).
+    std::int64_t packed_bytes = 0;
+    std::int64_t memory_budget_bytes = 0;  ///< the budget decided with (bytes; -1: always stream)
     /// Why the requested devices were not used (CPU fallback: no CUDA build, no usable
     /// device, GPU out of memory); empty when the shards are where --devices asked.
     std::string device_note;

@@ -78,12 +78,10 @@ std::vector<GeneColumnCache::Column> cached_gene_columns(const LoadedData& data,
         io::OpenedDataset reopened = io::open_dataset(data.meta.path, read);
         fetched = stream_gene_columns(*reopened.source, data.raw_matrix->row_offsets, missing, config.stream_block_nnz, ctx);
     } else if (data.streamed) {
-        // Out-of-core: one pass over the file for every missing gene, then LogNorm with
+        // Out-of-core: one pass over the rows for every missing gene, then LogNorm with
         // the cell totals of the streamed QC (the in-memory path's formula).
-        io::ReadOptions read = read_options(data.read);
-        read.read_annotations = false;  // obsm / varm / uns are not needed again
-        io::OpenedDataset reopened = io::open_dataset(data.meta.path, read);
-        fetched = stream_gene_columns(*reopened.source, data.row_offsets, missing, config.stream_block_nnz, ctx,
+        const std::unique_ptr<io::RowSource> source = matrix_rows(data);  // the packed rows when held
+        fetched = stream_gene_columns(*source, data.row_offsets, missing, config.stream_block_nnz, ctx,
                                       &data.stream_layout);
         if (options.layer == FilterLayer::LogNorm)
             for (auto& column : fetched) lognorm_in_place(column, data.qc().total_counts, options.target_sum);

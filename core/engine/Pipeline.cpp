@@ -224,9 +224,10 @@ PreprocessResult run_streamed_preprocess(const LoadedData& data, const Preproces
                 any = true;
             }
         if (any) {
-            io::OpenedDataset reopened = io::open_dataset(data.meta.path, read_options(data.read));
-            without_dropped = stream_statistics(*reopened.source, data.meta.var.index(), data.stream_layout, ctx,
-                                                k_stream_block_rows, dropped);
+            // The packed rows of the first pass when held, else the file again.
+            const std::unique_ptr<io::RowSource> source = matrix_rows(data);
+            without_dropped = stream_statistics(*source, data.meta.var.index(), data.stream_layout, ctx,
+                                                k_stream_block_rows, 0, dropped);
             out.streamed_dropped = std::move(dropped);
         }
     }
@@ -385,11 +386,12 @@ ScaleStepResult run_scale(const LoadedData& data, const PreprocessResult& pre, c
         // columns as shards, then the last part of the recipe on them.
         std::vector<std::uint8_t> keep(static_cast<std::size_t>(data.meta.shape.num_genes), 0);
         for (auto gene : selected.hvg_genes) keep[static_cast<std::size_t>(gene)] = 1;
-        io::OpenedDataset reopened = io::open_dataset(data.meta.path, read_options(data.read));
+        // The packed rows of the first pass when held, else the file again.
+        const std::unique_ptr<io::RowSource> source = matrix_rows(data);
         NormalizeTotalOptions normalization;
         normalization.target_sum = pre.streamed_target;
         normalization.integer_dtype = options.integer_dtype;
-        ShardSet block = stream_gene_block(*reopened.source, normalization, keep, data.stream_layout, ctx,
+        ShardSet block = stream_gene_block(*source, normalization, keep, data.stream_layout, ctx,
                                            k_stream_block_rows, pre.streamed_dropped);
         out.scaling = zheng17_finish(block, zheng17, ctx).scaling;
         out.hvg_block = std::move(block);
@@ -659,6 +661,9 @@ std::shared_ptr<AnalysisSnapshot> build_snapshot(const Engine::State& state, con
     for (int shard = placed.first_local_shard(); shard < placed.first_local_shard() + placed.num_local_shards(); ++shard)
         summary->devices.push_back(placed.shard(shard).name());
     summary->streamed = data.streamed;
+    summary->matrix_storage = !data.streamed ? "memory" : data.packed ? "packed" : "file";
+    summary->packed_bytes = data.packed_bytes;
+    summary->memory_budget_bytes = data.memory_budget;
     summary->device_note = data.device_note;
     // Shards that left their device during the run (out of memory in an in-place step).
     const PreprocessResult* pre = cache.preprocess.current();

@@ -113,10 +113,23 @@ void drop_gene_entries(CsrShard& rows, std::span<const std::uint8_t> dropped) {
     rows.values.resize(static_cast<std::size_t>(kept));
 }
 
+/// Pass 1's packed copy of the rows read, while it fits its budget.
+struct PackedKeeper {
+    std::shared_ptr<PackedMatrix> matrix;  ///< null: not kept (not asked, or over budget)
+    std::int64_t budget = 0;
+    std::int64_t bytes = 0;                ///< packed bytes reached
+    void add(const CsrShard& rows) {
+        if (!matrix) return;
+        matrix->add(rows);
+        bytes = matrix->memory_bytes();
+        if (bytes > budget) matrix.reset();  // over budget: the later passes read the file
+    }
+};
+
 /// One shard's rows [range.begin, range.end), read in blocks.
 ShardStatistics shard_statistics(io::RowSource& source, const RowRange& range, std::span<const std::uint8_t> mito_genes,
                                  std::int64_t num_cells, JobContext& ctx, std::int64_t block_rows,
-                                 std::span<const std::uint8_t> dropped_genes) {
+                                 std::span<const std::uint8_t> dropped_genes, PackedKeeper& keeper) {
     const auto num_genes = mito_genes.size();
     ShardStatistics part;
     part.gene_totals.assign(num_genes, 0.0);
@@ -128,6 +141,7 @@ ShardStatistics shard_statistics(io::RowSource& source, const RowRange& range, s
     std::int64_t begin = 0, end = 0;
     while (reader.next(rows_read, begin, end)) {
         ctx.checkpoint();
+        keeper.add(rows_read);  // X as read (before any gene is dropped): exports decode it
         drop_gene_entries(rows_read, dropped_genes);
         // One block as a temporary CPU backend, so the statistics are the same
         // primitives (and the same arithmetic) as the in-memory path.
@@ -196,7 +210,7 @@ ShardLayout ShardLayout::over_ranks(std::span<const std::int64_t> row_offsets, i
 
 StreamedStats stream_statistics(io::RowSource& source, std::span<const std::string> gene_names,
                                 const ShardLayout& layout, JobContext& ctx, std::int64_t block_rows,
-                                std::span<const std::uint8_t> dropped_genes) {
+                                std::int64_t keep_budget_bytes, std::span<const std::uint8_t> dropped_genes) {
     const MatrixShape shape = source.shape();
     const auto num_genes = static_cast<std::size_t>(shape.num_genes);
     StreamedStats stats;
@@ -208,9 +222,14 @@ StreamedStats stream_statistics(io::RowSource& source, std::span<const std::stri
             if (gene_names[gene].rfind(prefix, 0) == 0) qc.mito_genes[gene] = 1;
     for (auto flag : qc.mito_genes) qc.num_mito_genes += flag;
 
+    PackedKeeper keeper;
+    keeper.budget = keep_budget_bytes;
+    if (keep_budget_bytes > 0) keeper.matrix = std::make_shared<PackedMatrix>(shape);
     std::vector<ShardStatistics> parts;
     for (const RowRange& range : layout.local())
-        parts.push_back(shard_statistics(source, range, qc.mito_genes, shape.num_cells, ctx, block_rows, dropped_genes));
+        parts.push_back(shard_statistics(source, range, qc.mito_genes, shape.num_cells, ctx, block_rows, dropped_genes, keeper));
+    stats.packed = std::move(keeper.matrix);
+    stats.packed_bytes = keeper.bytes;
     if (layout.distributed()) {
         // Every rank's partials, in rank order = global shard order.
         ByteWriter out;

@@ -65,6 +65,13 @@ struct LoadedData {
     StreamedStats streamed_stats;
     std::vector<std::int64_t> row_offsets;  ///< global, for planning shards of the HVG block
     ShardLayout stream_layout;             ///< out-of-core: the shards, this process's run of them
+    /// Out-of-core: this process's rows, packed in memory by the first pass when they fit
+    /// the memory budget, so that the later passes (the HVG block, export, gene queries)
+    /// decode them instead of reading the file again; null when they did not fit or the
+    /// budget is "always stream" (< 0).
+    std::shared_ptr<const PackedMatrix> packed;
+    std::int64_t packed_bytes = 0;         ///< StreamedStats::packed_bytes of the first pass
+    std::int64_t memory_budget = 0;        ///< the budget open() decided with (bytes; < 0: always stream)
     /// Gene columns read by queries (filters, gene values), per gene and layer.
     mutable GeneColumnCache gene_columns;
     /// The h5ad's raw/X (anndata `.raw`) when X was opened and the file has one for the
@@ -81,6 +88,10 @@ struct LoadedData {
     mutable std::mutex marker_mutex;
     mutable std::shared_ptr<const MarkerValues> marker_values;
 };
+
+/// Rows of the opened matrix as `data.read` opens them: the packed rows when held,
+/// else the file opened again (read_annotations off).
+std::unique_ptr<io::RowSource> matrix_rows(const LoadedData& data);
 
 /// Options of the preprocessing step (cell pre-filter + the recipe up to gene selection).
 struct PreprocessOptions {

@@ -11,6 +11,7 @@
 #include "core/algo/qc.hpp"
 #include "core/backend/ShardSet.hpp"
 #include "core/engine/Engine.hpp"
+#include "core/engine/detail/PackedMatrix.hpp"
 #include "core/io/RowSource.hpp"
 #include "core/types/Comm.hpp"
 
@@ -25,6 +26,12 @@ struct StreamedStats {
     /// normalize_total's output without a second pass.
     std::vector<double> sum_inverse_total;
     std::vector<double> sum_squares_inverse_total;
+    /// The rows this process read, packed (when pass 1 was asked to keep them and they
+    /// fit its budget); null otherwise.
+    std::shared_ptr<const PackedMatrix> packed;
+    /// Bytes the packed rows reached: all of them when kept, else the size at which they
+    /// passed the budget (0 when not asked to keep them).
+    std::int64_t packed_bytes = 0;
 };
 
 /// Rows per streamed block.
@@ -61,14 +68,17 @@ struct ShardLayout {
 /// Pass 1: QC metrics and the normalised per-gene moments, reading this process's
 /// shards of `layout` once (collective when distributed: every rank gets the global
 /// statistics). Blocks are read one ahead on a background thread (block_rows rows
-/// each, >= 1).
+/// each, >= 1). With `keep_budget_bytes` > 0 the rows read are also packed in memory
+/// (StreamedStats::packed) while the packed bytes stay within it; once they pass it the
+/// packed rows are dropped and the rest are not packed (each rank decides for its own
+/// rows: the later passes give the same bits either way).
 /// With `dropped_genes` (1 per gene to leave out; empty = none), every statistic is that
 /// of the matrix without those genes: Zheng17's filter_genes(min_counts=1) removes genes
 /// whose non-integer values sum below 1, and the per-cell totals (and the moments that
 /// divide by them) are then over the genes kept, as scanpy computes them after the filter.
 StreamedStats stream_statistics(io::RowSource& source, std::span<const std::string> gene_names,
                                 const ShardLayout& layout, JobContext& ctx,
-                                std::int64_t block_rows = k_stream_block_rows,
+                                std::int64_t block_rows = k_stream_block_rows, std::int64_t keep_budget_bytes = 0,
                                 std::span<const std::uint8_t> dropped_genes = {});
 /// Pass 1 over the whole matrix as one shard.
 StreamedStats stream_statistics(io::RowSource& source, std::span<const std::string> gene_names, JobContext& ctx,

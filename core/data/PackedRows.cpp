@@ -1,0 +1,212 @@
+#include "core/data/PackedRows.hpp"
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+namespace fathom {
+
+namespace {
+
+constexpr std::size_t k_group = static_cast<std::size_t>(k_packed_group_entries);
+/// Width byte of a value group stored as float32 bits.
+constexpr std::uint8_t k_raw_floats = 0xFF;
+/// Zero bytes after the last group, so that every 64-bit load of a group stays inside.
+constexpr std::size_t k_padding = 8;
+
+std::size_t packed_bytes(std::size_t count, unsigned width) { return (count * width + 7) / 8; }
+
+/// ORs `value` (< 2^32) into the bit stream at bit `position` (the bytes there are zero).
+inline void put_bits(std::uint8_t* base, std::size_t position, std::uint64_t value) {
+    std::uint64_t word;
+    std::memcpy(&word, base + position / 8, sizeof word);
+    word |= value << (position % 8);
+    std::memcpy(base + position / 8, &word, sizeof word);
+}
+
+template <unsigned Width>
+void unpack_width(const std::uint8_t* base, std::size_t count, std::uint32_t* out) {
+    if constexpr (Width == 0) {
+        std::fill(out, out + count, 0u);
+    } else {
+        constexpr std::uint64_t mask = (std::uint64_t{1} << Width) - 1;
+        for (std::size_t index = 0; index < count; ++index) {
+            const std::size_t position = index * Width;
+            std::uint64_t word;
+            std::memcpy(&word, base + position / 8, sizeof word);
+            out[index] = static_cast<std::uint32_t>((word >> (position % 8)) & mask);
+        }
+    }
+}
+
+using Unpacker = void (*)(const std::uint8_t*, std::size_t, std::uint32_t*);
+
+template <std::size_t... Widths>
+constexpr std::array<Unpacker, sizeof...(Widths)> make_unpackers(std::index_sequence<Widths...>) {
+    return {&unpack_width<static_cast<unsigned>(Widths)>...};
+}
+
+/// One unpacker per width 0 ... 32.
+constexpr auto k_unpackers = make_unpackers(std::make_index_sequence<33>{});
+
+/// The value as a packed integer, or false when it is not a non-negative integer below
+/// 2^31 that converts back to the same bits (-0.0, NaN, fractions keep their float bits).
+inline bool as_count(float value, std::uint32_t& count) {
+    if (!(value >= 0.0f && value < 2147483648.0f)) return false;
+    count = static_cast<std::uint32_t>(value);
+    return std::bit_cast<std::uint32_t>(static_cast<float>(count)) == std::bit_cast<std::uint32_t>(value);
+}
+
+/// Bytes of the group of `count` entries starting at `group`.
+inline std::size_t group_size(const std::uint8_t* group, std::size_t count) {
+    const unsigned gap_width = group[0], value_width = group[1];
+    return 2 + packed_bytes(count, gap_width) +
+           (value_width == k_raw_floats ? 4 * count : packed_bytes(count, value_width));
+}
+
+}  // namespace
+
+PackedRows pack_rows(const CsrShard& rows) { return pack_rows(rows, 0, rows.num_rows()); }
+
+PackedRows pack_rows(const CsrShard& all_rows, std::int64_t first_row, std::int64_t last_row) {
+    if (first_row < 0 || last_row < first_row || last_row > all_rows.num_rows())
+        throw std::out_of_range("pack_rows: rows [" + std::to_string(first_row) + ", " + std::to_string(last_row) +
+                                ") outside the shard's " + std::to_string(all_rows.num_rows()) + " rows");
+    if (all_rows.gene_indices.size() != static_cast<std::size_t>(all_rows.nnz()) ||
+        all_rows.values.size() != static_cast<std::size_t>(all_rows.nnz()))
+        throw std::invalid_argument("pack_rows: gene_indices and values must hold row_offsets.back() entries");
+    PackedRows packed;
+    packed.row_begin = all_rows.row_begin + first_row;
+    packed.num_genes = all_rows.num_genes;
+    const std::int64_t base = all_rows.row_offsets[static_cast<std::size_t>(first_row)];
+    packed.row_offsets.resize(static_cast<std::size_t>(last_row - first_row + 1));
+    for (std::int64_t row = first_row; row <= last_row; ++row)
+        packed.row_offsets[static_cast<std::size_t>(row - first_row)] = all_rows.row_offsets[static_cast<std::size_t>(row)] - base;
+    const auto nnz = static_cast<std::size_t>(packed.nnz());
+    // The selected rows' entries.
+    struct View {
+        std::int64_t row_begin, num_genes;
+        const std::vector<std::int64_t>& row_offsets;
+        const std::int32_t* gene_indices;
+        const float* values;
+    } rows{packed.row_begin, packed.num_genes, packed.row_offsets, all_rows.gene_indices.data() + base,
+           all_rows.values.data() + base};
+    // Gaps of every entry (row-aware), checked as they are made.
+    std::array<std::uint32_t, k_group> gaps{}, counts{};
+    packed.bytes.reserve(nnz + nnz / 2 + k_padding);
+    std::size_t row = 0;
+    auto row_end = static_cast<std::size_t>(rows.row_offsets.size() > 1 ? rows.row_offsets[1] : 0);
+    std::int64_t previous = -1;
+    for (std::size_t first = 0; first < nnz; first += k_group) {
+        const std::size_t count = std::min(k_group, nnz - first);
+        std::uint32_t widest_gap = 0, largest = 0;
+        bool integers = true;
+        for (std::size_t index = 0; index < count; ++index) {
+            const std::size_t entry = first + index;
+            while (entry == row_end) {
+                ++row;
+                row_end = static_cast<std::size_t>(rows.row_offsets[row + 1]);
+                previous = -1;
+            }
+            const std::int64_t gene = rows.gene_indices[entry];
+            if (gene <= previous || gene >= rows.num_genes)
+                throw std::invalid_argument("pack_rows: row " + std::to_string(rows.row_begin + static_cast<std::int64_t>(row)) +
+                                            " has gene index " + std::to_string(gene) +
+                                            (gene >= rows.num_genes || gene < 0
+                                                 ? " outside [0, " + std::to_string(rows.num_genes) + ")"
+                                                 : " not after " + std::to_string(previous)));
+            gaps[index] = static_cast<std::uint32_t>(gene - previous - 1);
+            widest_gap |= gaps[index];
+            previous = gene;
+            if (integers) {
+                integers = as_count(rows.values[entry], counts[index]);
+                largest |= counts[index];
+            }
+        }
+        const auto gap_width = static_cast<unsigned>(std::bit_width(widest_gap));
+        const auto value_width = integers ? static_cast<unsigned>(std::bit_width(largest)) : unsigned{k_raw_floats};
+        const std::size_t at = packed.bytes.size();
+        const std::size_t gap_bytes = packed_bytes(count, gap_width);
+        const std::size_t value_bytes = integers ? packed_bytes(count, value_width) : 4 * count;
+        packed.bytes.resize(at + 2 + gap_bytes + value_bytes + k_padding, 0);
+        std::uint8_t* group = packed.bytes.data() + at;
+        group[0] = static_cast<std::uint8_t>(gap_width);
+        group[1] = static_cast<std::uint8_t>(value_width);
+        std::uint8_t* stream = group + 2;
+        if (gap_width > 0)
+            for (std::size_t index = 0; index < count; ++index) put_bits(stream, index * gap_width, gaps[index]);
+        stream += gap_bytes;
+        if (!integers)
+            std::memcpy(stream, rows.values + first, 4 * count);
+        else if (value_width > 0)
+            for (std::size_t index = 0; index < count; ++index) put_bits(stream, index * value_width, counts[index]);
+        packed.bytes.resize(at + 2 + gap_bytes + value_bytes);
+    }
+    packed.bytes.resize(packed.bytes.size() + k_padding, 0);
+    packed.bytes.shrink_to_fit();
+    return packed;
+}
+
+void unpack_rows(const PackedRows& packed, std::int64_t first_row, std::int64_t last_row, std::int32_t* genes,
+                 float* values) {
+    if (first_row < 0 || last_row < first_row || last_row > packed.num_rows())
+        throw std::out_of_range("unpack_rows: rows [" + std::to_string(first_row) + ", " + std::to_string(last_row) +
+                                ") outside the " + std::to_string(packed.num_rows()) + " packed rows");
+    const auto begin = static_cast<std::size_t>(packed.row_offsets[static_cast<std::size_t>(first_row)]);
+    const auto end = static_cast<std::size_t>(packed.row_offsets[static_cast<std::size_t>(last_row)]);
+    if (begin == end) return;
+    const std::size_t nnz = static_cast<std::size_t>(packed.nnz());
+    // Walk the groups' headers to the one holding entry `begin`.
+    const std::uint8_t* group = packed.bytes.data();
+    std::size_t first = 0;
+    while (first + k_group <= begin) {
+        group += group_size(group, k_group);
+        first += k_group;
+    }
+    std::array<std::uint32_t, k_group> gaps{}, counts{};
+    auto row = static_cast<std::size_t>(first_row);
+    auto row_end = static_cast<std::size_t>(packed.row_offsets[row + 1]);
+    std::int64_t previous = -1;
+    for (; first < end; first += k_group) {
+        const std::size_t count = std::min(k_group, nnz - first);
+        const unsigned gap_width = group[0], value_width = group[1];
+        const std::uint8_t* stream = group + 2;
+        k_unpackers[gap_width](stream, count, gaps.data());
+        stream += packed_bytes(count, gap_width);
+        const bool raw = value_width == k_raw_floats;
+        if (!raw) k_unpackers[value_width](stream, count, counts.data());
+        const std::size_t from = std::max(first, begin), to = std::min(first + count, end);
+        for (std::size_t entry = from; entry < to; ++entry) {
+            while (entry == row_end) {
+                ++row;
+                row_end = static_cast<std::size_t>(packed.row_offsets[row + 1]);
+                previous = -1;
+            }
+            previous += 1 + static_cast<std::int64_t>(gaps[entry - first]);
+            genes[entry - begin] = static_cast<std::int32_t>(previous);
+        }
+        if (raw)
+            std::memcpy(values + (from - begin), stream + 4 * (from - first), 4 * (to - from));
+        else
+            for (std::size_t entry = from; entry < to; ++entry)
+                values[entry - begin] = static_cast<float>(counts[entry - first]);
+        group += group_size(group, count);
+    }
+}
+
+CsrShard unpack_rows(const PackedRows& packed) {
+    CsrShard rows;
+    rows.row_begin = packed.row_begin;
+    rows.num_genes = packed.num_genes;
+    rows.row_offsets = packed.row_offsets;
+    rows.gene_indices.resize(static_cast<std::size_t>(packed.nnz()));
+    rows.values.resize(static_cast<std::size_t>(packed.nnz()));
+    unpack_rows(packed, 0, packed.num_rows(), rows.gene_indices.data(), rows.values.data());
+    return rows;
+}
+
+}  // namespace fathom

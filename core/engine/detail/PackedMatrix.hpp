@@ -1,0 +1,62 @@
+#pragma once
+/// The raw matrix rows of an out-of-core run kept in memory in packed form (PackedRows)
+/// after the first streamed pass, so that the later passes (the HVG block, export, gene
+/// queries) decode them instead of reading and inflating the file again. Held only while
+/// it fits the memory budget.
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "core/data/PackedRows.hpp"
+#include "core/io/RowSource.hpp"
+
+namespace fathom::detail {
+
+/// Rows packed in chunks of this many (the unit of parallel packing and unpacking).
+inline constexpr std::int64_t k_packed_chunk_rows = 1024;
+
+/// Contiguous runs of packed rows (one run per shard of this process), in row order.
+class PackedMatrix {
+public:
+    explicit PackedMatrix(MatrixShape shape) : m_shape(shape) {}
+
+    /// Packs `rows` (a block of a shard, after the last block added, in row order) in
+    /// chunks of k_packed_chunk_rows rows, in parallel.
+    void add(const CsrShard& rows);
+    /// Bytes held.
+    std::int64_t memory_bytes() const noexcept { return m_bytes; }
+    /// Entries held.
+    std::int64_t nnz() const noexcept { return m_nnz; }
+    /// Whether every row of [begin, end) is held.
+    bool holds(std::int64_t begin, std::int64_t end) const;
+    /// Row offsets of every row (num_cells + 1); throws std::logic_error unless every
+    /// row is held.
+    std::vector<std::int64_t> row_offsets() const;
+    /// Rows [begin, end) (all held) as a CsrShard with row_begin = begin, unpacked in
+    /// parallel; the same bits as the rows that were added.
+    CsrShard read_rows(std::int64_t begin, std::int64_t end) const;
+    const MatrixShape& shape() const noexcept { return m_shape; }
+
+private:
+    MatrixShape m_shape;
+    std::vector<PackedRows> m_chunks;  ///< by row_begin
+    std::int64_t m_bytes = 0;
+    std::int64_t m_nnz = 0;
+};
+
+/// A RowSource over a PackedMatrix holding every row of the matrix.
+class PackedRowSource final : public io::RowSource {
+public:
+    explicit PackedRowSource(std::shared_ptr<const PackedMatrix> matrix) : m_matrix(std::move(matrix)) {}
+    MatrixShape shape() const override { return m_matrix->shape(); }
+    std::int64_t nnz() const override { return m_matrix->nnz(); }
+    CsrShard read_rows(std::int64_t begin, std::int64_t end) override { return m_matrix->read_rows(begin, end); }
+    /// From the packed rows; throws std::logic_error unless every row is held.
+    std::vector<std::int64_t> row_offsets() override;
+    std::unique_ptr<io::RowSource> clone() const override { return std::make_unique<PackedRowSource>(m_matrix); }
+
+private:
+    std::shared_ptr<const PackedMatrix> m_matrix;
+};
+
+}  // namespace fathom::detail
