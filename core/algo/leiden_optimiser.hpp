@@ -37,9 +37,13 @@ struct LeidenalgPartition {
 /// `max_passes`. Cancellable (JobContext::checkpoint every few thousand node visits).
 /// The aggregate graphs are built, and separate communities refined, on TBB's threads;
 /// every decision and every floating-point sum is the same for any number of threads.
+/// A graph with symmetric weights is renumbered internally for memory locality
+/// (breadth-first order) unless `renumber_for_locality` is false; the membership is the
+/// same either way (every order, sum and tie-break is taken in leidenalg's numbering).
 /// Needs igraph (its random generator); throws std::runtime_error without it.
 LeidenalgPartition leidenalg_optimise(const CsrGraph& graph, double resolution, int num_iterations, bool use_weights,
-                                      std::uint64_t seed, JobContext& ctx, int max_passes = 1000);
+                                      std::uint64_t seed, JobContext& ctx, int max_passes = 1000,
+                                      bool renumber_for_locality = true);
 
 }  // namespace detail
 }  // namespace fathom
