@@ -493,8 +493,14 @@ void init_admin_empty(Partition& partition) {
 void init_admin(const LevelGraph& graph, Partition& partition) {
     init_admin_nodes(graph, partition);
     const bool renumbered = !graph.to_original.empty();
-    for (std::size_t position = 0; position < static_cast<std::size_t>(graph.num_nodes); ++position) {
+    const auto num_nodes = static_cast<std::size_t>(graph.num_nodes);
+    for (std::size_t position = 0; position < num_nodes; ++position) {
         const std::size_t v = renumbered ? static_cast<std::size_t>(graph.to_original[position]) : position;
+        if (renumbered) {
+            // Rows in leidenalg's order lie scattered on a renumbered level.
+            if (position + kPrefetchNode < num_nodes) prefetch_node(graph, partition.membership, graph.to_original[position + kPrefetchNode]);
+            if (position + kPrefetchRow < num_nodes) prefetch_row(graph, graph.to_original[position + kPrefetchRow]);
+        }
         const auto from = static_cast<std::size_t>(partition.membership[v]);
         for (auto edge = graph.out_offsets[v]; edge < graph.out_offsets[v + 1]; ++edge) {
             const double weight = graph.out_weights[static_cast<std::size_t>(edge)];
