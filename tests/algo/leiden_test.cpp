@@ -223,9 +223,9 @@ CsrGraph interleaved_pair(const CsrGraph& graph) {
     return pair;
 }
 
-// The optimiser renumbers a symmetric graph's nodes for memory locality; every order,
-// sum and tie-break is still taken in leidenalg's numbering, so the result is exactly
-// the one without renumbering: on weighted and unweighted graphs (the latter full of
+// On request the optimiser renumbers a symmetric graph's nodes for memory locality;
+// every order, sum and tie-break is still taken in leidenalg's numbering, so the result
+// is exactly the one without renumbering: on weighted and unweighted graphs (the latter full of
 // ties between communities of equal size), with several components, seeds and
 // resolutions.
 TEST(Leiden, LocalityRenumberingKeepsEveryLabel) {
