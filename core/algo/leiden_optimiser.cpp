@@ -207,9 +207,10 @@ inline void prefetch_neighbour_communities(const LevelGraph& graph, const std::v
 /// The per-community entries that gathering v's neighbours will read: the running sums
 /// and the communities' weights (their communities prefetched before).
 /// With kShared the membership is being written by other tasks (see community_of).
+/// `constraint` (the refinement's, indexed by community there): also its entries.
 template <bool kShared, typename Weights>
 inline void prefetch_neighbour_sums(const LevelGraph& graph, const std::vector<Node>& membership, const Weights* weights,
-                                    const double* sums, Node v) {
+                                    const double* sums, Node v, const Node* constraint = nullptr) {
     const auto begin = static_cast<std::size_t>(graph.out_offsets[static_cast<std::size_t>(v)]);
     const auto end = static_cast<std::size_t>(graph.out_offsets[static_cast<std::size_t>(v) + 1]);
     for (std::size_t edge = begin; edge < end; ++edge) {
@@ -223,6 +224,7 @@ inline void prefetch_neighbour_sums(const LevelGraph& graph, const std::vector<N
         const auto community = static_cast<std::size_t>(community_number);
         __builtin_prefetch(sums + community);
         __builtin_prefetch(weights + community);
+        if (constraint != nullptr) __builtin_prefetch(constraint + community);
     }
 }
 
@@ -878,11 +880,15 @@ void refine_nodes(const LevelGraph& graph, Partition& partition, const std::vect
         if ((position & 0xFFFu) == 0xFFFu) ctx.checkpoint();
         if (position + kPrefetchNode < count) prefetch_node(graph, partition.membership, order[position + kPrefetchNode]);
         if (position + kPrefetchRow < count) prefetch_row(graph, order[position + kPrefetchRow]);
-        if (position + kPrefetchCommunities < count)
-            prefetch_neighbour_communities(graph, partition.membership, order[position + kPrefetchCommunities]);
+        if (position + kPrefetchCommunities < count) {
+            const Node ahead = order[position + kPrefetchCommunities];
+            prefetch_neighbour_communities(graph, partition.membership, ahead);
+            // Its own community's node count, read first to skip it.
+            __builtin_prefetch(partition.cnodes.data() + community_of<kShared>(partition.membership.data(), ahead));
+        }
         if (position + kPrefetchSums < count)
             prefetch_neighbour_sums<kShared>(graph, partition.membership, partition.weights.data(), gathered.weight_to_comm.data(),
-                                             order[position + kPrefetchSums]);
+                                             order[position + kPrefetchSums], constraint.data());
         const auto node = static_cast<std::size_t>(v);
         const Node v_comm = partition.membership[node];
         if (partition.cnodes[static_cast<std::size_t>(v_comm)] != 1) continue;
