@@ -8,6 +8,11 @@
 // run's wall and CPU time, the medians, clusters, passes and modularity; the graph is
 // read once and not timed. Leiden is sequential: on a shared machine the CPU time is
 // the steadier figure.
+// --copies N runs on N disjoint copies of the graph whose node numbers interleave (node v
+// of copy c is N v + c): a graph N times as large whose neighbours lie far apart in the
+// numbering, as in a large dataset. --locality off|on|both times leidenalg's optimiser
+// alone (detail::leidenalg_optimise, no modularity) without / with its renumbering of
+// the nodes for memory locality, in turns, and checks that the labels are the same.
 #include <algorithm>
 #include <chrono>
 #include <ctime>
@@ -23,6 +28,7 @@
 #include <CLI/CLI.hpp>
 
 #include "core/algo/leiden.hpp"
+#include "core/algo/leiden_optimiser.hpp"
 #include "core/types/JobContext.hpp"
 #include "core/io/RowSource.hpp"
 
@@ -38,6 +44,8 @@ struct Args {
     double resolution = 1.0;
     std::uint64_t seed = 0;
     double cancel_after_ms = 0.0;  ///< > 0: cancel each run this long after it starts
+    int copies = 1;
+    std::string locality;  ///< empty: leiden(); else off, on or both
 };
 
 /// The command line, or std::nullopt after CLI11 has printed help or an error (`exit_code`).
@@ -54,6 +62,11 @@ std::optional<Args> parse_args(int argc, char** argv, int& exit_code) {
     app.add_option("--seed", args.seed, "seed")->capture_default_str();
     app.add_option("--cancel-after-ms", args.cancel_after_ms, "cancel each run this long after it starts")
         ->check(CLI::NonNegativeNumber);
+    app.add_option("--copies", args.copies, "disjoint copies of the graph, node numbers interleaved")
+        ->capture_default_str()
+        ->check(CLI::PositiveNumber);
+    app.add_option("--locality", args.locality, "leidenalg's optimiser alone, without / with renumbering for locality")
+        ->check(CLI::IsMember({"off", "on", "both"}));
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& error) {
@@ -75,7 +88,71 @@ fathom::CsrGraph read_graph(const Args& args) {
     graph.col_indices = found->second.gene_indices;
     graph.values = found->second.values;
     fathom::check_csr_graph(graph, (args.graph + ": obsp/" + args.key).c_str());
-    return graph;
+    if (args.copies == 1) return graph;
+    const std::int64_t copies = args.copies;
+    fathom::CsrGraph many;
+    many.num_cells = graph.num_cells * copies;
+    many.row_offsets.assign(1, 0);
+    many.col_indices.reserve(graph.col_indices.size() * static_cast<std::size_t>(copies));
+    many.values.reserve(graph.values.size() * static_cast<std::size_t>(copies));
+    for (std::int64_t node = 0; node < many.num_cells; ++node) {
+        const auto row = static_cast<std::size_t>(node / copies);
+        const auto copy = static_cast<std::int32_t>(node % copies);
+        for (auto entry = graph.row_offsets[row]; entry < graph.row_offsets[row + 1]; ++entry) {
+            many.col_indices.push_back(static_cast<std::int32_t>(copies * graph.col_indices[static_cast<std::size_t>(entry)] + copy));
+            many.values.push_back(graph.values[static_cast<std::size_t>(entry)]);
+        }
+        many.row_offsets.push_back(static_cast<std::int64_t>(many.col_indices.size()));
+    }
+    return many;
+}
+
+/// FNV-1a of labels: equal digests mean identical labellings.
+std::uint64_t digest_of(const std::vector<std::int32_t>& labels) {
+    std::uint64_t digest = 14695981039346656037ull;
+    for (const auto label : labels) digest = (digest ^ static_cast<std::uint64_t>(label)) * 1099511628211ull;
+    return digest;
+}
+
+/// leidenalg's optimiser alone, without and/or with renumbering, runs alternating.
+int run_locality(const fathom::CsrGraph& graph, const Args& args) {
+    std::vector<bool> modes;
+    if (args.locality != "on") modes.push_back(false);
+    if (args.locality != "off") modes.push_back(true);
+    std::vector<std::vector<double>> seconds(2), cpu_seconds(2);
+    std::vector<std::uint64_t> digests(2, 0);
+    int communities = 0, passes = 0;
+    for (int repeat = 0; repeat < args.repeats; ++repeat) {
+        for (const bool renumber : modes) {
+            fathom::JobContext ctx;
+            const auto start = Clock::now();
+            const std::clock_t cpu_start = std::clock();
+            const auto partition = fathom::detail::leidenalg_optimise(graph, args.resolution, -1, true, args.seed, ctx, 1000, renumber);
+            const double cpu = static_cast<double>(std::clock() - cpu_start) / CLOCKS_PER_SEC;
+            const double wall = std::chrono::duration<double>(Clock::now() - start).count();
+            seconds[renumber].push_back(wall);
+            cpu_seconds[renumber].push_back(cpu);
+            digests[renumber] = digest_of(partition.membership);
+            communities = partition.num_communities;
+            passes = partition.passes;
+            std::printf("locality %s run %d: %.3f s wall, %.3f s cpu\n", renumber ? "on" : "off", repeat + 1, wall, cpu);
+            std::fflush(stdout);
+        }
+    }
+    for (const bool renumber : modes) {
+        auto& wall = seconds[renumber];
+        auto& cpu = cpu_seconds[renumber];
+        std::sort(wall.begin(), wall.end());
+        std::sort(cpu.begin(), cpu.end());
+        std::printf("locality %s: median %.3f s wall, %.3f s cpu over %d runs; %d communities, %d passes, labels %016llx\n",
+                    renumber ? "on" : "off", wall[wall.size() / 2], cpu[cpu.size() / 2], args.repeats, communities, passes,
+                    static_cast<unsigned long long>(digests[renumber]));
+    }
+    if (modes.size() == 2 && digests[0] != digests[1]) {
+        std::fprintf(stderr, "bench_leiden: the labels differ with and without renumbering\n");
+        return 1;
+    }
+    return 0;
 }
 
 /// Cancels each run after args.cancel_after_ms and prints how long the run took to end.
@@ -127,9 +204,7 @@ void run(const fathom::CsrGraph& graph, const Args& args, fathom::LeidenImplemen
     }
     std::sort(seconds.begin(), seconds.end());
     std::sort(cpu_seconds.begin(), cpu_seconds.end());
-    // FNV-1a of the labels: equal digests mean identical labellings.
-    std::uint64_t digest = 14695981039346656037ull;
-    for (const auto label : result.labels) digest = (digest ^ static_cast<std::uint64_t>(label)) * 1099511628211ull;
+    const std::uint64_t digest = digest_of(result.labels);
     std::printf("%s: median %.3f s wall, %.3f s cpu over %d runs; %d clusters, %d passes, modularity %.9f, labels %016llx\n",
                 name, seconds[seconds.size() / 2], cpu_seconds[cpu_seconds.size() / 2], args.repeats, result.num_clusters,
                 result.passes, result.modularity, static_cast<unsigned long long>(digest));
@@ -146,6 +221,7 @@ int main(int argc, char** argv) {
         const fathom::CsrGraph graph = read_graph(args);
         std::printf("graph %s obsp/%s: %lld cells, %lld stored entries\n", args.graph.c_str(), args.key.c_str(),
                     static_cast<long long>(graph.num_cells), static_cast<long long>(graph.nnz()));
+        if (!args.locality.empty()) return run_locality(graph, args);
         const auto bench = args.cancel_after_ms > 0 ? run_cancelled : run;
         if (args.implementation != "igraph") bench(graph, args, fathom::LeidenImplementation::Leidenalg, "leidenalg");
         if (args.implementation != "leidenalg") bench(graph, args, fathom::LeidenImplementation::Igraph, "igraph");

@@ -63,6 +63,11 @@ struct LevelGraph {
     /// weights to and from a community are then the same sums. The first level then
     /// keeps no in-edge arrays (in_sources, in_weights empty; read the out-edges).
     bool symmetric_weights = false;
+    /// The first level only, when it is renumbered for memory locality (see
+    /// renumber_for_locality); empty otherwise (the node numbers are leidenalg's).
+    /// to_original[internal] is leidenalg's number of a node, to_internal its inverse.
+    std::vector<Node> to_original;
+    std::vector<Node> to_internal;
 };
 
 /// A community's total_weight_from_comm and total_weight_to_comm, side by side (read
@@ -82,6 +87,11 @@ struct Partition {
     std::vector<CommunityWeights> weights;
     std::vector<Node> empty;          ///< _empty_communities (a stack; order matters)
     Node num_communities = 0;
+    /// While the communities are still numbered as the nodes of a renumbered first level
+    /// (a partition of singletons, until its first renumber()): community c is
+    /// leidenalg's community original_id[c], which breaks renumber()'s ties. Null when
+    /// community numbers are leidenalg's own.
+    const Node* original_id = nullptr;
 };
 
 /// igraph's mt19937 with leidenalg's draw: igraph_rng_get_integer(rng, from, to).
@@ -167,9 +177,8 @@ struct Cancellation {
     }
 };
 
-/// Hides memory latency of the random accesses ahead of use (no effect on results):
-/// a node's own entries three visits ahead, its edge row two visits ahead, and the
-/// community of every neighbour of the node visited next.
+/// Hides memory latency of the random accesses ahead of use (no effect on results), at
+/// the distances kPrefetchNode ... kPrefetchSums below.
 inline void prefetch_node(const LevelGraph& graph, const std::vector<Node>& membership, Node v) {
     const auto node = static_cast<std::size_t>(v);
     __builtin_prefetch(graph.out_offsets.data() + node);
@@ -195,6 +204,39 @@ inline void prefetch_neighbour_communities(const LevelGraph& graph, const std::v
     const auto end = static_cast<std::size_t>(graph.out_offsets[static_cast<std::size_t>(v) + 1]);
     for (std::size_t edge = begin; edge < end; ++edge) __builtin_prefetch(membership.data() + graph.out_targets[edge]);
 }
+/// The per-community entries that gathering v's neighbours will read: the running sums
+/// and the communities' weights (their communities prefetched before).
+/// With kShared the membership is being written by other tasks (see community_of).
+/// `constraint` (the refinement's, indexed by community there): also its entries.
+template <bool kShared, typename Weights>
+inline void prefetch_neighbour_sums(const LevelGraph& graph, const std::vector<Node>& membership, const Weights* weights,
+                                    const double* sums, Node v, const Node* constraint = nullptr) {
+    const auto begin = static_cast<std::size_t>(graph.out_offsets[static_cast<std::size_t>(v)]);
+    const auto end = static_cast<std::size_t>(graph.out_offsets[static_cast<std::size_t>(v) + 1]);
+    for (std::size_t edge = begin; edge < end; ++edge) {
+        const Node* const slot = membership.data() + graph.out_targets[edge];
+        Node community_number;
+        if constexpr (kShared) {
+            community_number = std::atomic_ref<Node>(const_cast<Node&>(*slot)).load(std::memory_order_relaxed);
+        } else {
+            community_number = *slot;
+        }
+        const auto community = static_cast<std::size_t>(community_number);
+        __builtin_prefetch(sums + community);
+        __builtin_prefetch(weights + community);
+        if (constraint != nullptr) __builtin_prefetch(constraint + community);
+    }
+}
+
+/// Visits ahead at which the prefetches above are issued, each stage reading what the
+/// one before it fetched: a node's own entries, its edge row, its neighbours'
+/// communities, then those communities' sums and weights. A visit reads a few dozen
+/// cache lines, most from DRAM once the graph outgrows the cache, so each stage is
+/// a few visits ahead of the next.
+constexpr std::size_t kPrefetchNode = 12;
+constexpr std::size_t kPrefetchRow = 8;
+constexpr std::size_t kPrefetchCommunities = 4;
+constexpr std::size_t kPrefetchSums = 2;
 
 /// Visits the edges of v in igraph's IGRAPH_ALL order for a directed graph: out- and
 /// in-edges merged by neighbour, the out-edge first when both go to the same one.
@@ -303,9 +345,83 @@ bool mirrored(const LevelGraph& graph) {
     return true;
 }
 
+/// Renumbers the nodes of a first level with symmetric weights in breadth-first order
+/// (each component from its lowest-numbered node, neighbours in row order), so that
+/// neighbours get nearby numbers and the arrays read for a node's neighbours (their
+/// communities, the sums per community, the rows of the nodes queued after a move)
+/// lie close together in memory. Nothing leidenalg decides changes: each row keeps its
+/// edges in leidenalg's order (by leidenalg's number of the target; only the targets
+/// are renamed), the strengths and the total weight are already summed in edge-id order,
+/// and the optimiser maps its node orders through to_internal, sums in edge-id order
+/// through to_original and breaks ties between communities numbered as nodes by their
+/// leidenalg numbers (Partition::original_id).
+void renumber_for_locality(LevelGraph& graph) {
+    const auto num_nodes = static_cast<std::size_t>(graph.num_nodes);
+    if (num_nodes < 2) return;
+    std::vector<Node> to_original(num_nodes);
+    std::vector<Node> to_internal(num_nodes, -1);
+    std::size_t head = 0, tail = 0;
+    for (std::size_t root = 0; root < num_nodes; ++root) {
+        if (to_internal[root] >= 0) continue;
+        to_internal[root] = static_cast<Node>(tail);
+        to_original[tail++] = static_cast<Node>(root);
+        while (head < tail) {
+            const auto v = static_cast<std::size_t>(to_original[head++]);
+            for (auto edge = static_cast<std::size_t>(graph.out_offsets[v]); edge < static_cast<std::size_t>(graph.out_offsets[v + 1]); ++edge) {
+                const auto u = static_cast<std::size_t>(graph.out_targets[edge]);
+                if (to_internal[u] >= 0) continue;
+                to_internal[u] = static_cast<Node>(tail);
+                to_original[tail++] = static_cast<Node>(u);
+            }
+        }
+    }
+    std::vector<std::int64_t> offsets(num_nodes + 1, 0);
+    for (std::size_t node = 0; node < num_nodes; ++node) {
+        const auto v = static_cast<std::size_t>(to_original[node]);
+        offsets[node + 1] = offsets[node] + (graph.out_offsets[v + 1] - graph.out_offsets[v]);
+    }
+    UninitializedVector<Node> targets(graph.out_targets.size());
+    UninitializedVector<double> weights(graph.out_weights.size());
+    tbb::parallel_for(tbb::blocked_range<std::size_t>(0, num_nodes, 4096), [&](const tbb::blocked_range<std::size_t>& range) {
+        for (std::size_t node = range.begin(); node != range.end(); ++node) {
+            const auto v = static_cast<std::size_t>(to_original[node]);
+            auto out = static_cast<std::size_t>(offsets[node]);
+            for (auto edge = static_cast<std::size_t>(graph.out_offsets[v]); edge < static_cast<std::size_t>(graph.out_offsets[v + 1]); ++edge, ++out) {
+                targets[out] = to_internal[static_cast<std::size_t>(graph.out_targets[edge])];
+                weights[out] = graph.out_weights[edge];
+            }
+        }
+    });
+    const auto permute = [&](auto& values) {
+        auto copy = values;
+        for (std::size_t node = 0; node < num_nodes; ++node) values[node] = copy[static_cast<std::size_t>(to_original[node])];
+    };
+    permute(graph.strength_out);
+    permute(graph.strength_in);
+    permute(graph.self_weight);
+    permute(graph.node_size);
+    graph.out_offsets = std::move(offsets);
+    graph.out_targets = std::move(targets);
+    graph.out_weights = std::move(weights);
+    graph.in_offsets = graph.out_offsets;
+    graph.to_original = std::move(to_original);
+    graph.to_internal = std::move(to_internal);
+}
+
+/// The nodes of `graph` in leidenalg's numbering order, as this level numbers them
+/// (the identity unless the level was renumbered for locality).
+void leidenalg_node_order(const LevelGraph& graph, std::vector<Node>& order) {
+    order.resize(static_cast<std::size_t>(graph.num_nodes));
+    if (graph.to_internal.empty()) {
+        std::iota(order.begin(), order.end(), 0);
+    } else {
+        std::copy(graph.to_internal.begin(), graph.to_internal.end(), order.begin());
+    }
+}
+
 /// The first level: scanpy's graph, edges numbered in row-major order of the CSR
 /// (adjacency.nonzero()); rows are sorted, so that is also igraph's target order.
-LevelGraph base_graph(const CsrGraph& csr, bool use_weights) {
+LevelGraph base_graph(const CsrGraph& csr, bool use_weights, bool renumber) {
     LevelGraph graph;
     graph.num_nodes = static_cast<Node>(csr.num_cells);
     const auto num_nodes = static_cast<std::size_t>(csr.num_cells);
@@ -336,6 +452,7 @@ LevelGraph base_graph(const CsrGraph& csr, bool use_weights) {
         graph.in_offsets = graph.out_offsets;
         sum_out_strengths(graph);
         graph.strength_in = graph.strength_out;
+        if (renumber) renumber_for_locality(graph);
         return graph;
     }
     finish_graph(graph);
@@ -349,6 +466,7 @@ void allocate(Partition& partition, Node num_nodes) {
     partition.cnodes.assign(size, 0);
     partition.weights.assign(size, CommunityWeights{});
     partition.empty.clear();
+    partition.original_id = nullptr;
 }
 
 /// The node part of MutableVertexPartition::init_admin for the current membership:
@@ -376,7 +494,15 @@ void init_admin_empty(Partition& partition) {
 /// edge-id order, which is the stored order of the base graph's out-edges.
 void init_admin(const LevelGraph& graph, Partition& partition) {
     init_admin_nodes(graph, partition);
-    for (std::size_t v = 0; v < static_cast<std::size_t>(graph.num_nodes); ++v) {
+    const bool renumbered = !graph.to_original.empty();
+    const auto num_nodes = static_cast<std::size_t>(graph.num_nodes);
+    for (std::size_t position = 0; position < num_nodes; ++position) {
+        const std::size_t v = renumbered ? static_cast<std::size_t>(graph.to_original[position]) : position;
+        if (renumbered) {
+            // Rows in leidenalg's order lie scattered on a renumbered level.
+            if (position + kPrefetchNode < num_nodes) prefetch_node(graph, partition.membership, graph.to_original[position + kPrefetchNode]);
+            if (position + kPrefetchRow < num_nodes) prefetch_row(graph, graph.to_original[position + kPrefetchRow]);
+        }
         const auto from = static_cast<std::size_t>(partition.membership[v]);
         for (auto edge = graph.out_offsets[v]; edge < graph.out_offsets[v + 1]; ++edge) {
             const double weight = graph.out_weights[static_cast<std::size_t>(edge)];
@@ -398,6 +524,7 @@ void singletons(const LevelGraph& graph, Partition& partition) {
     std::fill(partition.cnodes.begin(), partition.cnodes.end(), 1);
     for (std::size_t v = 0; v < static_cast<std::size_t>(graph.num_nodes); ++v)
         partition.weights[v] = CommunityWeights{graph.strength_out[v], graph.strength_in[v]};
+    partition.original_id = graph.to_original.empty() ? nullptr : graph.to_original.data();
 }
 
 /// MutableVertexPartition::get_empty_community (adds one when there is none).
@@ -507,12 +634,14 @@ void renumber(Partition& partition, std::vector<Node>& scratch) {
     scratch.clear();
     for (Node community = 0; community < count; ++community)
         if (partition.csize[static_cast<std::size_t>(community)] > 0) scratch.push_back(community);
+    const Node* const original_id = partition.original_id;
     std::sort(scratch.begin(), scratch.end(), [&](Node a, Node b) {
         const auto ia = static_cast<std::size_t>(a), ib = static_cast<std::size_t>(b);
         if (partition.csize[ia] != partition.csize[ib]) return partition.csize[ia] > partition.csize[ib];
         if (partition.cnodes[ia] != partition.cnodes[ib]) return partition.cnodes[ia] > partition.cnodes[ib];
-        return a < b;
+        return original_id != nullptr ? original_id[ia] < original_id[ib] : a < b;
     });
+    partition.original_id = nullptr;
     std::vector<Node> new_id(static_cast<std::size_t>(count), 0);
     for (std::size_t rank = 0; rank < scratch.size(); ++rank) new_id[static_cast<std::size_t>(scratch[rank])] = static_cast<Node>(rank);
     Node used = 0;
@@ -649,8 +778,9 @@ DiffMove diff_for(const LevelGraph& graph, const Partition& partition, Node v, d
 double move_nodes(const LevelGraph& graph, Partition& partition, double resolution, Rng& rng, Workspace& ws,
                   Cancellation& cancel) {
     const Node num_nodes = graph.num_nodes;
-    ws.order.resize(static_cast<std::size_t>(num_nodes));
-    std::iota(ws.order.begin(), ws.order.end(), 0);
+    // leidenalg shuffles its node numbers 0..n-1; the same swaps on those numbers mapped
+    // to this level's give the same visiting order.
+    leidenalg_node_order(graph, ws.order);
     shuffle(ws.order, rng);
     // Ring buffer: a node is queued only while it is not stable, so at most once.
     const auto capacity = static_cast<std::size_t>(num_nodes) + 1;
@@ -663,14 +793,20 @@ double move_nodes(const LevelGraph& graph, Partition& partition, double resoluti
         const Node v = ws.queue[head];
         head = head + 1 == capacity ? 0 : head + 1;
         cancel.tick();
-        if (head != tail) {
-            const std::size_t next = head + 1 == capacity ? 0 : head + 1;
-            if (next != tail) {
-                prefetch_row(graph, ws.queue[next]);
-                const std::size_t after = next + 1 == capacity ? 0 : next + 1;
-                if (after != tail) prefetch_node(graph, partition.membership, ws.queue[after]);
-            }
-            prefetch_neighbour_communities(graph, partition.membership, ws.queue[head]);
+        {
+            // The node visited `ahead` visits after v is queue[head + ahead - 1] while
+            // the queue holds that many (nodes queued later are not prefetched).
+            const std::size_t queued = tail >= head ? tail - head : tail + capacity - head;
+            const auto visit = [&](std::size_t ahead) {
+                const std::size_t slot = head + ahead - 1;
+                return ws.queue[slot >= capacity ? slot - capacity : slot];
+            };
+            if (queued >= kPrefetchNode) prefetch_node(graph, partition.membership, visit(kPrefetchNode));
+            if (queued >= kPrefetchRow) prefetch_row(graph, visit(kPrefetchRow));
+            if (queued >= kPrefetchCommunities) prefetch_neighbour_communities(graph, partition.membership, visit(kPrefetchCommunities));
+            if (queued >= kPrefetchSums)
+                prefetch_neighbour_sums<false>(graph, partition.membership, partition.weights.data(),
+                                               gathered.weight_to_comm.data(), visit(kPrefetchSums));
         }
         const auto node = static_cast<std::size_t>(v);
         const Node v_comm = partition.membership[node];
@@ -742,9 +878,17 @@ void refine_nodes(const LevelGraph& graph, Partition& partition, const std::vect
     for (std::size_t position = 0; position < count; ++position) {
         const Node v = order[position];
         if ((position & 0xFFFu) == 0xFFFu) ctx.checkpoint();
-        if (position + 3 < count) prefetch_node(graph, partition.membership, order[position + 3]);
-        if (position + 2 < count) prefetch_row(graph, order[position + 2]);
-        if (position + 1 < count) prefetch_neighbour_communities(graph, partition.membership, order[position + 1]);
+        if (position + kPrefetchNode < count) prefetch_node(graph, partition.membership, order[position + kPrefetchNode]);
+        if (position + kPrefetchRow < count) prefetch_row(graph, order[position + kPrefetchRow]);
+        if (position + kPrefetchCommunities < count) {
+            const Node ahead = order[position + kPrefetchCommunities];
+            prefetch_neighbour_communities(graph, partition.membership, ahead);
+            // Its own community's node count, read first to skip it.
+            __builtin_prefetch(partition.cnodes.data() + community_of<kShared>(partition.membership.data(), ahead));
+        }
+        if (position + kPrefetchSums < count)
+            prefetch_neighbour_sums<kShared>(graph, partition.membership, partition.weights.data(), gathered.weight_to_comm.data(),
+                                             order[position + kPrefetchSums], constraint.data());
         const auto node = static_cast<std::size_t>(v);
         const Node v_comm = partition.membership[node];
         if (partition.cnodes[static_cast<std::size_t>(v_comm)] != 1) continue;
@@ -786,8 +930,9 @@ void refine_nodes(const LevelGraph& graph, Partition& partition, const std::vect
 void merge_nodes_constrained(const LevelGraph& graph, Partition& partition, const std::vector<Node>& constraint,
                              Node num_constraint_comms, double resolution, Rng& rng, Workspace& ws, JobContext& ctx) {
     const Node num_nodes = graph.num_nodes;
-    ws.order.resize(static_cast<std::size_t>(num_nodes));
-    std::iota(ws.order.begin(), ws.order.end(), 0);
+    // leidenalg shuffles its node numbers 0..n-1; the same swaps on those numbers mapped
+    // to this level's give the same visiting order.
+    leidenalg_node_order(graph, ws.order);
     shuffle(ws.order, rng);
     // A few groups per thread, so that a thread that gets less processor time (a busy
     // machine) holds up the others less.
@@ -885,8 +1030,11 @@ void collapse(const LevelGraph& graph, const Partition& refined, Partition& coll
     ws.members.resize(num_nodes);
     std::vector<std::int64_t> slot_of(num_nodes);
     {
+        // By leidenalg's node number on a renumbered level.
         std::vector<std::int64_t> cursor(ws.member_offsets.begin(), ws.member_offsets.end() - 1);
-        for (std::size_t v = 0; v < num_nodes; ++v) {
+        const bool renumbered = !graph.to_original.empty();
+        for (std::size_t position = 0; position < num_nodes; ++position) {
+            const std::size_t v = renumbered ? static_cast<std::size_t>(graph.to_original[position]) : position;
             const auto slot = cursor[static_cast<std::size_t>(refined.membership[v])]++;
             ws.members[static_cast<std::size_t>(slot)] = static_cast<Node>(v);
             slot_of[v] = slot;
@@ -1165,14 +1313,15 @@ double optimise_partition(const LevelGraph& base, Partition& base_partition, boo
 #endif
 
 LeidenalgPartition leidenalg_optimise(const CsrGraph& graph, double resolution, int num_iterations, bool use_weights,
-                                      std::uint64_t seed, JobContext& ctx, int max_passes) {
+                                      std::uint64_t seed, JobContext& ctx, int max_passes, bool renumber_for_locality) {
 #ifndef FATHOM_HAVE_IGRAPH
-    (void)graph, (void)resolution, (void)num_iterations, (void)use_weights, (void)seed, (void)ctx, (void)max_passes;
+    (void)graph, (void)resolution, (void)num_iterations, (void)use_weights, (void)seed, (void)ctx, (void)max_passes,
+        (void)renumber_for_locality;
     throw std::runtime_error("leiden: this build of fathom has no igraph (install libigraph-dev and reconfigure)");
 #else
     if (graph.num_cells > static_cast<std::int64_t>(INT32_MAX) - 1)
         throw std::invalid_argument("leiden: more than 2^31 - 2 cells");
-    const LevelGraph base = base_graph(graph, use_weights);
+    const LevelGraph base = base_graph(graph, use_weights, renumber_for_locality);
     Partition partition;
     singletons(base, partition);
     bool needs_init = false;
@@ -1191,7 +1340,13 @@ LeidenalgPartition leidenalg_optimise(const CsrGraph& graph, double resolution, 
         const bool more = num_iterations < 0 ? improvement > 0 : result.passes < num_iterations;
         if (!more || result.passes >= max_passes) break;
     }
-    result.membership = std::move(partition.membership);
+    if (base.to_internal.empty()) {
+        result.membership = std::move(partition.membership);
+    } else {
+        result.membership.resize(partition.membership.size());
+        for (std::size_t cell = 0; cell < result.membership.size(); ++cell)
+            result.membership[cell] = partition.membership[static_cast<std::size_t>(base.to_internal[cell])];
+    }
     result.num_communities = partition.num_communities;
     return result;
 #endif

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "core/algo/leiden.hpp"
+#include "core/algo/leiden_optimiser.hpp"
 #include "core/algo/neighbors.hpp"
 #include "core/types/JobContext.hpp"
 #include "tests/support/graph_metrics.hpp"
@@ -200,6 +201,52 @@ TEST(Leiden, ThreadCountDoesNotChangeTheResult) {
             EXPECT_EQ(many.labels, one.labels) << name << " on " << threads << " threads";
             EXPECT_EQ(many.passes, one.passes) << name << " on " << threads << " threads";
             EXPECT_EQ(many.modularity, one.modularity) << name << " on " << threads << " threads";
+        }
+    }
+}
+
+/// Two copies of `graph` as one graph whose node numbers interleave (node v of copy c is
+/// 2v + c): two components, each spread over the whole numbering.
+CsrGraph interleaved_pair(const CsrGraph& graph) {
+    CsrGraph pair;
+    pair.num_cells = 2 * graph.num_cells;
+    pair.row_offsets.assign(1, 0);
+    for (std::int64_t node = 0; node < pair.num_cells; ++node) {
+        const std::int64_t row = node / 2;
+        const auto copy = static_cast<std::int32_t>(node % 2);
+        for (auto entry = graph.row_offsets[static_cast<std::size_t>(row)]; entry < graph.row_offsets[static_cast<std::size_t>(row) + 1]; ++entry) {
+            pair.col_indices.push_back(2 * graph.col_indices[static_cast<std::size_t>(entry)] + copy);
+            pair.values.push_back(graph.values[static_cast<std::size_t>(entry)]);
+        }
+        pair.row_offsets.push_back(static_cast<std::int64_t>(pair.col_indices.size()));
+    }
+    return pair;
+}
+
+// On request the optimiser renumbers a symmetric graph's nodes for memory locality;
+// every order, sum and tie-break is still taken in leidenalg's numbering, so the result
+// is exactly the one without renumbering: on weighted and unweighted graphs (the latter full of
+// ties between communities of equal size), with several components, seeds and
+// resolutions.
+TEST(Leiden, LocalityRenumberingKeepsEveryLabel) {
+    const auto data = planted(3000, 10, 9, 41);
+    JobContext ctx;
+    const CsrGraph single = neighbors(data.points, NeighborsOptions{}, ctx).connectivities;
+    const CsrGraph pair = interleaved_pair(single);
+    const std::vector<std::pair<const char*, const CsrGraph*>> graphs{{"one component", &single}, {"interleaved pair", &pair}};
+    for (const auto& [name, graph] : graphs) {
+        for (const bool use_weights : {true, false}) {
+            for (const auto& [resolution, seed] : std::vector<std::pair<double, std::uint64_t>>{{1.0, 0}, {0.3, 7}, {2.5, 123}}) {
+                const auto renumbered = detail::leidenalg_optimise(*graph, resolution, -1, use_weights, seed, ctx, 1000, true);
+                const auto plain = detail::leidenalg_optimise(*graph, resolution, -1, use_weights, seed, ctx, 1000, false);
+                const std::string what = std::string(name) + (use_weights ? ", weighted" : ", unweighted") +
+                                         ", resolution " + std::to_string(resolution) + ", seed " + std::to_string(seed);
+                EXPECT_GE(plain.num_communities, 2) << what;
+                EXPECT_EQ(renumbered.membership, plain.membership) << what;
+                EXPECT_EQ(renumbered.num_communities, plain.num_communities) << what;
+                EXPECT_EQ(renumbered.passes, plain.passes) << what;
+                EXPECT_EQ(renumbered.improvement, plain.improvement) << what;
+            }
         }
     }
 }
