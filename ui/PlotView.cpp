@@ -33,8 +33,6 @@ constexpr Rgba8 k_dark_background{27, 29, 34, 255};
 constexpr Rgba8 k_light_background{255, 255, 255, 255};
 constexpr Rgba8 k_dark_uniform{150, 170, 200, 255};
 constexpr Rgba8 k_light_uniform{60, 100, 160, 255};
-/// MaskStyle::Dim: how far a cell outside the mask fades towards the background.
-constexpr float k_dim_amount = 0.8f;
 
 // Auto density: switch when at least this many cells are on screen and there are at
 // least this many cells per viewport pixel (points then mostly overdraw each other).
@@ -44,8 +42,6 @@ constexpr double k_auto_density_points_per_pixel = 0.25;
 constexpr double k_density_margin = 0.35;
 // After a zoom the density image is resampled until zooming pauses this long.
 constexpr int k_density_refresh_ms = 150;
-// While a selection exists, the other cells keep this share of their colour.
-constexpr float k_unselected_keep = 0.25f;
 // A lasso records a new vertex once the pointer moved this far (pixels).
 constexpr double k_lasso_step_px = 2.0;
 
@@ -77,24 +73,7 @@ struct PlotView::Private {
     std::vector<std::int32_t> hover_codes;
     std::vector<std::string> hover_categories;
 
-    ColorKind kind = ColorKind::Uniform;
-    QString color_name;
-    bool has_uniform_override = false;
-    Rgba8 uniform_override;
-    std::vector<std::int32_t> codes;
-    std::vector<std::string> categories;
-    std::vector<Rgba8> category_colors;
-    std::vector<std::uint8_t> category_visible;
-    std::vector<std::int64_t> category_counts;
-    std::vector<float> values;
-    float data_low = 0.0f, data_high = 0.0f, range_low = 0.0f, range_high = 0.0f;
-    Colormap colormap = Colormap::Viridis;
-    std::vector<std::uint8_t> cell_mask;
-    SharedCellSet selection = std::make_shared<const CellSet>();
-    std::vector<std::uint8_t> selected;  // num_points flags while a selection exists, else empty
-    MaskStyle mask_style = MaskStyle::Hide;
-    std::vector<PointAttribute> attributes;
-    std::int64_t visible_count = 0;
+    PlotModel* model = nullptr;  // owned by the widget (a child QObject)
 
     DrawOrder order = DrawOrder::File;
     std::uint64_t order_seed = 0;
@@ -179,13 +158,20 @@ struct PlotView::Private {
     double last_frame_ms = -1.0;
 
     Rgba8 background() const { return theme == Theme::Dark ? k_dark_background : k_light_background; }
-    Rgba8 uniform_color() const {
-        if (has_uniform_override) return uniform_override;
-        return theme == Theme::Dark ? k_dark_uniform : k_light_uniform;
+    Rgba8 uniform_color() const { return theme == Theme::Dark ? k_dark_uniform : k_light_uniform; }
+
+    // Keeps the cells out of the legend's strip on screen (an export has its own layout):
+    // however the view is panned or zoomed, no cell is drawn under the legend.
+    void begin_legend_clip(QOpenGLExtraFunctions* gl, qreal ratio) const {
+        if (exporting || legend_reserved_px <= 0.0) return;
+        const int keep = std::max(1, scene_size.width() - static_cast<int>(std::lround(legend_reserved_px * ratio)));
+        gl->glEnable(GL_SCISSOR_TEST);
+        gl->glScissor(0, 0, keep, scene_size.height());
     }
 
     // Estimated cells on screen and the screen area (px^2) their bounds cover.
     std::pair<double, double> on_screen() const {
+        const std::int64_t visible_count = model->visibleCount();
         if (bounds.empty() || visible_count == 0) return {0.0, 0.0};
         const WorldRect shown = bounds.intersected(view.visible_world());
         if (shown.empty()) return {0.0, 0.0};
@@ -202,6 +188,14 @@ PlotView::PlotView(QWidget* parent) : QOpenGLWidget(parent), d(std::make_unique<
     setMouseTracking(true);
     setFocusPolicy(Qt::StrongFocus);
     setMinimumSize(120, 120);
+    d->model = new PlotModel(this);
+    d->model->setPalette(d->background(), d->uniform_color());
+    connect(d->model, &PlotModel::attributesChanged, this, &PlotView::onAttributesChanged);
+    connect(d->model, &PlotModel::orderKeysChanged, this, &PlotView::rebuildDrawOrder);
+    connect(d->model, &PlotModel::valueRangeChanged, this, &PlotView::valueRangeChanged);
+    connect(d->model, &PlotModel::categoryVisibilityChanged, this, &PlotView::categoryVisibilityChanged);
+    // The density image of a uniform colouring maps counts through the colour map.
+    connect(d->model, &PlotModel::colormapChanged, this, [this] { markSceneDirty(true); });
     d->frame_clock.start();
     d->density_refresh_timer.setSingleShot(true);
     d->density_refresh_timer.setInterval(k_density_refresh_ms);
@@ -261,19 +255,7 @@ void PlotView::setPositions(std::vector<float> xy, FitPolicy fit) {
         d->hover_name.clear();
         d->hover_codes.clear();
         d->hover_categories.clear();
-        d->cell_mask.clear();
-        d->selection = std::make_shared<const CellSet>();
-        d->selected.clear();
-        d->kind = ColorKind::Uniform;
-        d->color_name.clear();
-        d->codes.clear();
-        d->values.clear();
-        d->categories.clear();
-        d->category_colors.clear();
-        d->category_visible.clear();
-        d->category_counts.clear();
-        rebuildAttributes();
-        rebuildDrawOrder();
+        d->model->setNumCells(count);
     }
     if (fit == FitPolicy::Fit || (fit == FitPolicy::FitUnlessUserMoved && !d->user_moved)) {
         d->fit_pending = true;
@@ -313,141 +295,38 @@ const std::vector<float>& PlotView::positions() const { return d->positions; }
 
 // ---- colouring ------------------------------------------------------------------------
 
-void PlotView::setUniformColor(const Rgba8* color) {
-    d->kind = ColorKind::Uniform;
-    d->color_name.clear();
-    d->has_uniform_override = color != nullptr;
-    if (color) d->uniform_override = *color;
-    d->codes.clear();
-    d->values.clear();
-    d->categories.clear();
-    d->category_colors.clear();
-    d->category_visible.clear();
-    d->category_counts.clear();
-    rebuildAttributes();
-    rebuildDrawOrder();
-}
-
+PlotModel* PlotView::model() const { return d->model; }
+void PlotView::setUniformColor(const Rgba8* color) { d->model->setUniformColor(color); }
 void PlotView::setCategorical(const QString& name, std::vector<std::int32_t> codes, std::vector<std::string> categories,
                               std::vector<Rgba8> colors) {
-    codes.resize(static_cast<std::size_t>(d->num_points), -1);
-    colors.resize(categories.size(), k_missing_color);
-    d->kind = ColorKind::Categorical;
-    d->color_name = name;
-    d->codes = std::move(codes);
-    d->categories = std::move(categories);
-    d->category_colors = std::move(colors);
-    d->category_visible.assign(d->categories.size(), 1);
-    d->category_counts.assign(d->categories.size(), 0);
-    for (std::int32_t code : d->codes)
-        if (code >= 0 && static_cast<std::size_t>(code) < d->category_counts.size()) ++d->category_counts[code];
-    d->values.clear();
-    rebuildAttributes();
-    rebuildDrawOrder();
+    d->model->setCategorical(name, std::move(codes), std::move(categories), std::move(colors));
 }
-
 void PlotView::setContinuous(const QString& name, std::vector<float> values, Colormap colormap) {
-    values.resize(static_cast<std::size_t>(d->num_points), NAN);
-    d->kind = ColorKind::Continuous;
-    d->color_name = name;
-    d->values = std::move(values);
-    d->colormap = colormap;
-    const auto [low, high] = finite_range(d->values);
-    d->data_low = d->range_low = low;
-    d->data_high = d->range_high = high;
-    d->codes.clear();
-    d->categories.clear();
-    d->category_colors.clear();
-    d->category_visible.clear();
-    d->category_counts.clear();
-    rebuildAttributes();
-    rebuildDrawOrder();
-    emit valueRangeChanged(low, high);
+    d->model->setContinuous(name, std::move(values), colormap);
 }
+void PlotView::setValueRange(float low, float high) { d->model->setValueRange(low, high); }
+void PlotView::resetValueRange() { d->model->resetValueRange(); }
+std::pair<float, float> PlotView::valueRange() const { return d->model->valueRange(); }
+std::pair<float, float> PlotView::dataRange() const { return d->model->dataRange(); }
+void PlotView::setColormap(Colormap colormap) { d->model->setColormap(colormap); }
+Colormap PlotView::colormap() const { return d->model->colormap(); }
+PlotView::ColorKind PlotView::colorKind() const { return d->model->colorKind(); }
+QString PlotView::colorName() const { return d->model->colorName(); }
+const std::vector<std::string>& PlotView::categories() const { return d->model->categories(); }
+const std::vector<Rgba8>& PlotView::categoryColors() const { return d->model->categoryColors(); }
+void PlotView::setCategoryVisible(int category, bool visible) { d->model->setCategoryVisible(category, visible); }
+bool PlotView::categoryVisible(int category) const { return d->model->categoryVisible(category); }
+void PlotView::setCellMask(std::vector<std::uint8_t> mask) { d->model->setCellMask(std::move(mask)); }
+const std::vector<std::uint8_t>& PlotView::cellMask() const { return d->model->cellMask(); }
+void PlotView::setMaskStyle(MaskStyle style) { d->model->setMaskStyle(style); }
+PlotView::MaskStyle PlotView::maskStyle() const { return d->model->maskStyle(); }
+std::int64_t PlotView::visiblePoints() const { return d->model->visibleCount(); }
+const std::vector<PointAttribute>& PlotView::pointAttributes() const { return d->model->attributes(); }
 
-void PlotView::setValueRange(float low, float high) {
-    if (!(low == low) || !(high == high)) return;
-    if (high < low) std::swap(low, high);
-    if (low == d->range_low && high == d->range_high) return;
-    d->range_low = low;
-    d->range_high = high;
-    if (d->kind == ColorKind::Continuous) rebuildAttributes();
-    emit valueRangeChanged(low, high);
-}
-
-void PlotView::resetValueRange() { setValueRange(d->data_low, d->data_high); }
-std::pair<float, float> PlotView::valueRange() const { return {d->range_low, d->range_high}; }
-std::pair<float, float> PlotView::dataRange() const { return {d->data_low, d->data_high}; }
-
-void PlotView::setColormap(Colormap colormap) {
-    if (colormap == d->colormap) return;
-    d->colormap = colormap;
-    if (d->kind == ColorKind::Continuous) rebuildAttributes();
-    else markSceneDirty(true);  // the density image of a uniform colouring maps counts
-}
-
-Colormap PlotView::colormap() const { return d->colormap; }
-PlotView::ColorKind PlotView::colorKind() const { return d->kind; }
-QString PlotView::colorName() const { return d->color_name; }
-const std::vector<std::string>& PlotView::categories() const { return d->categories; }
-const std::vector<Rgba8>& PlotView::categoryColors() const { return d->category_colors; }
-
-void PlotView::setCategoryVisible(int category, bool visible) {
-    if (category < 0 || static_cast<std::size_t>(category) >= d->category_visible.size()) return;
-    if ((d->category_visible[category] != 0) == visible) return;
-    d->category_visible[category] = visible ? 1 : 0;
-    rebuildAttributes();
-    emit categoryVisibilityChanged(category, visible);
-}
-
-bool PlotView::categoryVisible(int category) const {
-    return category >= 0 && static_cast<std::size_t>(category) < d->category_visible.size() &&
-           d->category_visible[category] != 0;
-}
-
-void PlotView::setCellMask(std::vector<std::uint8_t> mask) {
-    if (!mask.empty()) mask.resize(static_cast<std::size_t>(d->num_points), 0);
-    d->cell_mask = std::move(mask);
-    rebuildAttributes();
-    if (d->mask_style == MaskStyle::Dim) rebuildDrawOrder();
-}
-
-const std::vector<std::uint8_t>& PlotView::cellMask() const { return d->cell_mask; }
-
-void PlotView::setMaskStyle(MaskStyle style) {
-    if (style == d->mask_style) return;
-    d->mask_style = style;
-    rebuildAttributes();
-    rebuildDrawOrder();
-}
-
-PlotView::MaskStyle PlotView::maskStyle() const { return d->mask_style; }
-
-std::int64_t PlotView::visiblePoints() const { return d->visible_count; }
-const std::vector<PointAttribute>& PlotView::pointAttributes() const { return d->attributes; }
-
-void PlotView::rebuildAttributes() {
-    d->attributes.resize(static_cast<std::size_t>(d->num_points));
-    // Dim: every cell is coloured, then the ones outside the mask are faded.
-    const bool dim = d->mask_style == MaskStyle::Dim;
-    const std::span<const std::uint8_t> mask = dim ? std::span<const std::uint8_t>() : std::span(d->cell_mask);
-    switch (d->kind) {
-        case ColorKind::Uniform:
-            d->visible_count = fill_uniform_attributes(d->uniform_color(), mask, d->attributes);
-            break;
-        case ColorKind::Categorical:
-            d->visible_count = fill_categorical_attributes(d->codes, d->category_colors, d->category_visible, mask,
-                                                           d->attributes);
-            break;
-        case ColorKind::Continuous:
-            d->visible_count = fill_continuous_attributes(d->values, d->colormap, d->range_low, d->range_high, mask,
-                                                          d->attributes);
-            break;
-    }
-    if (dim) dim_masked_attributes(d->cell_mask, backgroundColor(), k_dim_amount, d->attributes);
-    if (!d->selected.empty()) dim_unselected(d->selected, d->background(), k_unselected_keep, d->attributes);
+void PlotView::onAttributesChanged() {
     d->attributes_dirty = true;
-    if (d->hovered >= 0 && (d->hovered >= d->num_points || d->attributes[d->hovered].color.a == 0)) {
+    const auto& attributes = d->model->attributes();
+    if (d->hovered >= 0 && (d->hovered >= static_cast<std::int64_t>(attributes.size()) || attributes[d->hovered].color.a == 0)) {
         d->hovered = -1;
         emit hoveredCellChanged(-1);
     }
@@ -468,18 +347,9 @@ PlotView::Tool PlotView::tool() const { return d->tool; }
 void PlotView::setSelectionMode(SelectionMode mode) { d->selection_mode = mode; }
 SelectionMode PlotView::selectionMode() const { return d->selection_mode; }
 
-void PlotView::setSelection(SharedCellSet cells) {
-    if (!cells) cells = std::make_shared<const CellSet>();
-    const bool had = !d->selected.empty();
-    d->selection = std::move(cells);
-    if (d->selection->empty()) d->selected.clear();
-    else d->selected = selection_mask(*d->selection, d->num_points);
-    if (!had && d->selected.empty()) return;
-    rebuildAttributes();
-    rebuildDrawOrder();
-}
+void PlotView::setSelection(SharedCellSet cells) { d->model->setSelection(std::move(cells)); }
 
-SharedCellSet PlotView::selection() const { return d->selection; }
+SharedCellSet PlotView::selection() const { return d->model->selection(); }
 
 CellSet PlotView::cellsInWorldPolygon(std::span<const Vec2> polygon) const {
     if (d->num_points == 0) return {};
@@ -488,7 +358,7 @@ CellSet PlotView::cellsInWorldPolygon(std::span<const Vec2> polygon) const {
         d->grid_dirty = false;
     }
     return d->grid.points_in_polygon(polygon, [this](std::int64_t cell) {
-        return static_cast<std::size_t>(cell) < d->attributes.size() && d->attributes[cell].color.a != 0;
+        return static_cast<std::size_t>(cell) < d->model->attributes().size() && d->model->attributes()[cell].color.a != 0;
     });
 }
 
@@ -528,9 +398,7 @@ DrawOrder PlotView::drawOrder() const { return d->order; }
 void PlotView::rebuildDrawOrder() {
     std::vector<float> keys;
     if (d->order == DrawOrder::ByValue) {
-        if (d->kind == ColorKind::Continuous) keys = d->values;
-        else if (d->kind == ColorKind::Categorical)
-            keys.assign(d->codes.begin(), d->codes.end());
+        keys = d->model->orderKeys();
     }
     bool identity = d->order == DrawOrder::File || (d->order == DrawOrder::ByValue && keys.empty());
     std::vector<std::uint32_t> indices;
@@ -544,17 +412,17 @@ void PlotView::rebuildDrawOrder() {
     } else if (!identity) {
         indices = make_draw_order(d->order, d->num_points, d->order_seed, keys);
     }
-    if (d->mask_style == MaskStyle::Dim && !d->cell_mask.empty()) {
+    if (d->model->maskStyle() == MaskStyle::Dim && !d->model->cellMask().empty()) {
         // Dimmed cells first, so that the matching ones are drawn over them.
         if (identity) indices = make_draw_order(DrawOrder::File, d->num_points, 0);
         identity = false;
         std::stable_partition(indices.begin(), indices.end(), [this](std::uint32_t cell) {
-            return cell >= d->cell_mask.size() || d->cell_mask[cell] == 0;
+            return cell >= d->model->cellMask().size() || d->model->cellMask()[cell] == 0;
         });
     }
-    if (!d->selected.empty()) {
+    if (!d->model->selectedFlags().empty()) {
         // The selection is drawn on top of the dimmed cells.
-        indices = selected_last(indices, d->selected);
+        indices = selected_last(indices, d->model->selectedFlags());
         identity = false;
     }
     // Only a different order rewrites the GPU buffers (a recolouring in file or random
@@ -620,9 +488,7 @@ void PlotView::setTheme(Theme theme) {
     if (theme == d->theme) return;
     d->theme = theme;
     d->overlay.set_light_style(theme == Theme::Light);
-    if ((d->kind == ColorKind::Uniform && !d->has_uniform_override) ||
-        (d->mask_style == MaskStyle::Dim && !d->cell_mask.empty()))
-        rebuildAttributes();
+    d->model->setPalette(d->background(), d->uniform_color());
     markSceneDirty(true);  // the density image is mixed over the background
 }
 
@@ -675,18 +541,18 @@ QString PlotView::hoverText() const {
     QString text = d->names && static_cast<std::size_t>(cell) < d->names->size()
                        ? QString::fromStdString((*d->names)[cell])
                        : QStringLiteral("cell %1").arg(cell);
-    if (d->kind == ColorKind::Categorical) {
-        const std::int32_t code = d->codes[cell];
-        const QString category = code >= 0 && static_cast<std::size_t>(code) < d->categories.size()
-                                     ? QString::fromStdString(d->categories[code])
+    if (d->model->colorKind() == ColorKind::Categorical) {
+        const std::int32_t code = d->model->codes()[cell];
+        const QString category = code >= 0 && static_cast<std::size_t>(code) < d->model->categories().size()
+                                     ? QString::fromStdString(d->model->categories()[code])
                                      : QStringLiteral("NA");
-        text += QStringLiteral("\n%1: %2").arg(d->color_name, category);
-    } else if (d->kind == ColorKind::Continuous) {
-        const float value = d->values[cell];
-        text += QStringLiteral("\n%1: %2").arg(d->color_name,
+        text += QStringLiteral("\n%1: %2").arg(d->model->colorName(), category);
+    } else if (d->model->colorKind() == ColorKind::Continuous) {
+        const float value = d->model->values()[cell];
+        text += QStringLiteral("\n%1: %2").arg(d->model->colorName(),
                                                value == value ? QString::number(value, 'g', 4) : QStringLiteral("NA"));
     }
-    if (!d->hover_name.isEmpty() && d->hover_name != d->color_name && static_cast<std::size_t>(cell) < d->hover_codes.size()) {
+    if (!d->hover_name.isEmpty() && d->hover_name != d->model->colorName() && static_cast<std::size_t>(cell) < d->hover_codes.size()) {
         const std::int32_t code = d->hover_codes[cell];
         text += QStringLiteral("\n%1: %2").arg(d->hover_name, code >= 0 && static_cast<std::size_t>(code) < d->hover_categories.size()
                                                                   ? QString::fromStdString(d->hover_categories[code])
@@ -703,8 +569,12 @@ std::int64_t PlotView::pickCell(QPointF position, double radius_px) const {
     }
     const Vec2 world = d->view.screen_to_world({position.x(), position.y()});
     const double radius = radius_px / d->view.pixels_per_unit();
-    return d->grid.nearest(world, radius, [this](std::int64_t cell) {
-        return static_cast<std::size_t>(cell) < d->attributes.size() && d->attributes[cell].color.a != 0;
+    // Cells in the legend's strip are not drawn, so they are not picked either.
+    const double plot_right = d->legend_reserved_px > 0.0 ? width() - d->legend_reserved_px : HUGE_VAL;
+    return d->grid.nearest(world, radius, [this, plot_right](std::int64_t cell) {
+        const auto& attributes = d->model->attributes();
+        if (static_cast<std::size_t>(cell) >= attributes.size() || attributes[cell].color.a == 0) return false;
+        return d->view.world_to_screen({d->positions[2 * cell], d->positions[2 * cell + 1]}).x < plot_right;
     });
 }
 
@@ -856,12 +726,12 @@ void PlotView::uploadPending() {
             if (!d->attributes_follow_batches) d->attributes_dirty = true;
         }
     }
-    if (d->attributes_dirty && count > 0 && static_cast<std::int64_t>(d->attributes.size()) == count) {
+    if (d->attributes_dirty && count > 0 && static_cast<std::int64_t>(d->model->attributes().size()) == count) {
         // A colouring or filter change: rewrite the whole attribute buffer, nothing else.
-        const PointAttribute* source = d->attributes.data();
+        const PointAttribute* source = d->model->attributes().data();
         if (permuted) {
             d->attribute_staging.resize(static_cast<std::size_t>(count));
-            gather_in_draw_order(d->attributes, d->draw_indices, d->attribute_staging);
+            gather_in_draw_order(d->model->attributes(), d->draw_indices, d->attribute_staging);
             source = d->attribute_staging.data();
         }
         gl->glBindBuffer(GL_ARRAY_BUFFER, d->attribute_buffer);
@@ -878,7 +748,7 @@ void PlotView::uploadPending() {
             const std::int64_t begin = d->uploaded;
             const std::int64_t batch = std::min(d->batch_size, count - begin);
             const float* positions = d->positions.data() + 2 * begin;
-            const PointAttribute* attributes = d->attributes.data() + begin;
+            const PointAttribute* attributes = d->model->attributes().data() + begin;
             if (permuted) {
                 const auto order = std::span<const std::uint32_t>(d->draw_indices).subspan(
                     static_cast<std::size_t>(begin), static_cast<std::size_t>(batch));
@@ -887,7 +757,7 @@ void PlotView::uploadPending() {
                 positions = d->position_staging.data();
                 if (d->attributes_follow_batches) {
                     d->attribute_staging.resize(static_cast<std::size_t>(batch));
-                    gather_in_draw_order(d->attributes, order, d->attribute_staging);
+                    gather_in_draw_order(d->model->attributes(), order, d->attribute_staging);
                     attributes = d->attribute_staging.data();
                 }
             }
@@ -948,6 +818,7 @@ void PlotView::renderScene() {
     ensure_color_target(gl, d->scene_framebuffer, d->scene_texture, d->scene_size, size);
     if (d->exporting ? d->export_density : densityActive()) renderDensity();
     else renderPoints();
+    gl->glDisable(GL_SCISSOR_TEST);
     ++d->stats.scene_renders;
     d->scene_dirty = false;
 }
@@ -959,6 +830,7 @@ void PlotView::renderPoints() {
     gl->glViewport(0, 0, d->scene_size.width(), d->scene_size.height());
     gl->glClearColor(background.r / 255.0f, background.g / 255.0f, background.b / 255.0f, 1.0f);
     gl->glClear(GL_COLOR_BUFFER_BIT);
+    d->begin_legend_clip(gl, devicePixelRatioF());
     d->stats.drawn_points = 0;
     if (d->drawable == 0) return;
     const float size = d->exporting ? d->export_point_px : effectivePointSize() * static_cast<float>(devicePixelRatioF());
@@ -1029,12 +901,12 @@ void PlotView::renderDensity() {
         QElapsedTimer timer;
         timer.start();
         const DensityRaster raster{size.width(), size.height(), d->density_center, scale / downsample};
-        const DensityColoring coloring = d->kind == ColorKind::Categorical  ? DensityColoring::MeanColor
-                                         : d->kind == ColorKind::Continuous ? DensityColoring::MeanValue
+        const DensityColoring coloring = d->model->colorKind() == ColorKind::Categorical  ? DensityColoring::MeanColor
+                                         : d->model->colorKind() == ColorKind::Continuous ? DensityColoring::MeanValue
                                                                             : DensityColoring::Count;
-        const std::size_t cells = std::min(d->attributes.size(), d->positions.size() / 2);
-        aggregate_density(std::span(d->positions).first(2 * cells), std::span(d->attributes).first(cells), raster,
-                          coloring, d->colormap, d->background(), d->density_pixels, d->density_scratch);
+        const std::size_t cells = std::min(d->model->attributes().size(), d->positions.size() / 2);
+        aggregate_density(std::span(d->positions).first(2 * cells), std::span(d->model->attributes()).first(cells), raster,
+                          coloring, d->model->colormap(), d->background(), d->density_pixels, d->density_scratch);
         gl->glBindTexture(GL_TEXTURE_2D, d->density_texture);
         gl->glPixelStorei(GL_UNPACK_ALIGNMENT, 4);
         gl->glTexSubImage2D(GL_TEXTURE_2D, 0, 0, 0, size.width(), size.height(), GL_RGBA, GL_UNSIGNED_BYTE,
@@ -1047,6 +919,12 @@ void PlotView::renderDensity() {
     const auto map = lookup(d->density_center, d->density_scale);
     gl->glBindFramebuffer(GL_FRAMEBUFFER, d->scene_framebuffer);
     gl->glViewport(0, 0, screen.width(), screen.height());
+    if (!d->exporting && d->legend_reserved_px > 0.0) {
+        const Rgba8 background = d->background();
+        gl->glClearColor(background.r / 255.0f, background.g / 255.0f, background.b / 255.0f, 1.0f);
+        gl->glClear(GL_COLOR_BUFFER_BIT);
+        d->begin_legend_clip(gl, devicePixelRatioF());
+    }
     gl->glDisable(GL_BLEND);
     d->resolve_program.bind();
     gl->glActiveTexture(GL_TEXTURE0);
@@ -1203,9 +1081,9 @@ void PlotView::buildOverlay() {
                                    ImGuiWindowFlags_NoCollapse | ImGuiWindowFlags_NoTitleBar;
     const float margin = 8.0f;
     const ImVec2 display = ImGui::GetIO().DisplaySize;
-    d->legend_rects.assign(d->categories.size(), QRectF());
+    d->legend_rects.assign(d->model->categories().size(), QRectF());
 
-    if (d->kind != ColorKind::Uniform) {
+    if (d->model->colorKind() != ColorKind::Uniform) {
         ImGui::SetNextWindowPos(ImVec2(display.x - margin, margin), ImGuiCond_Always, ImVec2(1.0f, 0.0f));
         ImGui::SetNextWindowSizeConstraints(ImVec2(0.0f, 0.0f), ImVec2(display.x * 0.5f, display.y - 4.0f * margin));
         ImGui::SetNextWindowBgAlpha(0.80f);
@@ -1214,23 +1092,23 @@ void PlotView::buildOverlay() {
             // rectangles are only meaningful from the next frame on.
             const bool settling = ImGui::IsWindowAppearing();
             if (settling) update();
-            ImGui::TextUnformatted(d->color_name.toUtf8().constData());
+            ImGui::TextUnformatted(d->model->colorName().toUtf8().constData());
             ImGui::Separator();
-            if (d->kind == ColorKind::Categorical) {
+            if (d->model->colorKind() == ColorKind::Categorical) {
                 const float swatch = ImGui::GetTextLineHeight();
                 bool any_hidden = false;
-                for (std::size_t category = 0; category < d->categories.size(); ++category) {
-                    const bool visible = d->category_visible[category] != 0;
+                for (std::size_t category = 0; category < d->model->categories().size(); ++category) {
+                    const bool visible = d->model->categoryVisible(static_cast<int>(category));
                     any_hidden |= !visible;
                     ImGui::PushID(static_cast<int>(category));
-                    ImGui::ColorButton("##swatch", to_imvec4(d->category_colors[category], visible ? 1.0f : 0.25f),
+                    ImGui::ColorButton("##swatch", to_imvec4(d->model->categoryColors()[category], visible ? 1.0f : 0.25f),
                                        ImGuiColorEditFlags_NoTooltip | ImGuiColorEditFlags_NoPicker |
                                            ImGuiColorEditFlags_NoDragDrop,
                                        ImVec2(swatch, swatch));
                     ImGui::SameLine();
                     if (!visible) ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
-                    const std::string label = d->categories[category] + "  (" +
-                                              format_count(d->category_counts[category]).toStdString() + ")";
+                    const std::string label = d->model->categories()[category] + "  (" +
+                                              format_count(d->model->categoryCounts()[category]).toStdString() + ")";
                     const bool clicked = ImGui::Selectable(label.c_str(), false);
                     if (!visible) ImGui::PopStyleColor();
                     const ImVec2 min = ImGui::GetItemRectMin(), max = ImGui::GetItemRectMax();
@@ -1239,7 +1117,7 @@ void PlotView::buildOverlay() {
                     if (clicked) setCategoryVisible(static_cast<int>(category), !visible);
                 }
                 if (any_hidden && ImGui::SmallButton("show all")) {
-                    for (std::size_t category = 0; category < d->categories.size(); ++category)
+                    for (std::size_t category = 0; category < d->model->categories().size(); ++category)
                         setCategoryVisible(static_cast<int>(category), true);
                 }
             } else {
@@ -1248,8 +1126,8 @@ void PlotView::buildOverlay() {
                 const float bar_width = 180.0f, bar_height = 14.0f;
                 const int segments = 64;
                 for (int segment = 0; segment < segments; ++segment) {
-                    const Rgba8 left = colormap_color(d->colormap, segment / static_cast<float>(segments));
-                    const Rgba8 right = colormap_color(d->colormap, (segment + 1) / static_cast<float>(segments));
+                    const Rgba8 left = colormap_color(d->model->colormap(), segment / static_cast<float>(segments));
+                    const Rgba8 right = colormap_color(d->model->colormap(), (segment + 1) / static_cast<float>(segments));
                     const ImU32 left_color = ImGui::ColorConvertFloat4ToU32(to_imvec4(left));
                     const ImU32 right_color = ImGui::ColorConvertFloat4ToU32(to_imvec4(right));
                     draw->AddRectFilledMultiColor(
@@ -1258,18 +1136,18 @@ void PlotView::buildOverlay() {
                         right_color, right_color, left_color);
                 }
                 ImGui::Dummy(ImVec2(bar_width, bar_height));
-                ImGui::Text("%.3g", static_cast<double>(d->range_low));
+                ImGui::Text("%.3g", static_cast<double>(d->model->valueRange().first));
                 ImGui::SameLine(bar_width - ImGui::CalcTextSize("0.000").x);
-                ImGui::Text("%.3g", static_cast<double>(d->range_high));
-                float low = d->range_low, high = d->range_high;
-                const float speed = std::max(1e-6f, (d->data_high - d->data_low) / 200.0f);
+                ImGui::Text("%.3g", static_cast<double>(d->model->valueRange().second));
+                float low = d->model->valueRange().first, high = d->model->valueRange().second;
+                const float speed = std::max(1e-6f, (d->model->dataRange().second - d->model->dataRange().first) / 200.0f);
                 ImGui::SetNextItemWidth(bar_width);
-                if (ImGui::DragFloatRange2("##range", &low, &high, speed, d->data_low, d->data_high, "%.3g", "%.3g"))
+                if (ImGui::DragFloatRange2("##range", &low, &high, speed, d->model->dataRange().first, d->model->dataRange().second, "%.3g", "%.3g"))
                     setValueRange(low, high);
                 ImGui::SetNextItemWidth(bar_width * 0.6f);
-                if (ImGui::BeginCombo("##colormap", colormap_name(d->colormap))) {
+                if (ImGui::BeginCombo("##colormap", colormap_name(d->model->colormap()))) {
                     for (Colormap colormap : k_all_colormaps)
-                        if (ImGui::Selectable(colormap_name(colormap), colormap == d->colormap)) setColormap(colormap);
+                        if (ImGui::Selectable(colormap_name(colormap), colormap == d->model->colormap())) setColormap(colormap);
                     ImGui::EndCombo();
                 }
                 ImGui::SameLine();
@@ -1280,10 +1158,10 @@ void PlotView::buildOverlay() {
         }
         ImGui::End();
     }
-    const double wanted = d->kind == ColorKind::Uniform || d->legend_rect.isEmpty()
+    const double wanted = d->model->colorKind() == ColorKind::Uniform || d->legend_rect.isEmpty()
                               ? 0.0
                               : d->legend_rect.width() + 2.0 * margin;
-    if (d->kind == ColorKind::Uniform) d->legend_rect = QRectF();
+    if (d->model->colorKind() == ColorKind::Uniform) d->legend_rect = QRectF();
     if (std::abs(wanted - d->legend_reserved_px) > 1.0) {
         // A legend of another width: refit unless the user moved the view.
         d->legend_reserved_px = wanted;
@@ -1308,11 +1186,11 @@ void PlotView::buildOverlay() {
         ImGui::SetNextWindowBgAlpha(0.65f);
         if (ImGui::Begin("##stats", nullptr, flags | ImGuiWindowFlags_NoInputs)) {
             const double frame_ms = d->stats.frame_interval_ms > 0.0 ? d->stats.frame_interval_ms : d->stats.last_paint_ms;
-            ImGui::Text("%s / %s cells  |  frame %.1f ms  |  %s", format_count(d->visible_count).toUtf8().constData(),
+            ImGui::Text("%s / %s cells  |  frame %.1f ms  |  %s", format_count(d->model->visibleCount()).toUtf8().constData(),
                         format_count(d->num_points).toUtf8().constData(), frame_ms,
                         densityActive() ? "density" : "points");
-            if (!d->selection->empty())
-                ImGui::Text("%s selected", format_count(static_cast<std::int64_t>(d->selection->size())).toUtf8().constData());
+            if (!d->model->selection()->empty())
+                ImGui::Text("%s selected", format_count(static_cast<std::int64_t>(d->model->selection()->size())).toUtf8().constData());
             if (d->uploaded < d->num_points)
                 ImGui::Text("uploading %.0f%%", 100.0 * static_cast<double>(d->uploaded) / std::max<std::int64_t>(1, d->num_points));
         }

@@ -38,6 +38,7 @@
 #include "ui/CellSelection.hpp"
 #include "ui/ColorMaps.hpp"
 #include "ui/PlotColoring.hpp"
+#include "ui/PlotModel.hpp"
 #include "ui/ViewTransform.hpp"
 
 namespace fathom::ui {
@@ -51,7 +52,7 @@ public:
     /// Density (aggregation) rendering: never, always, or when many points overlap.
     enum class DensityMode { Off, On, Auto };
     /// What the current colouring is.
-    enum class ColorKind { Uniform, Categorical, Continuous };
+    using ColorKind = PlotModel::ColorKind;
     /// What setPositions() does to the view.
     enum class FitPolicy { Keep, Fit, FitUnlessUserMoved };
     /// What a left-button drag does: pan, or draw a lasso / rectangle selection.
@@ -100,6 +101,9 @@ public:
     const std::vector<float>& positions() const;
 
     // ---- colouring (rewrites the attribute buffer only) -----------------------------
+    /// What each cell shows (colouring, mask, selection, value layer); the 3-D view
+    /// observes the same model. The setters below forward to it.
+    PlotModel* model() const;
     /// One colour for every cell (the theme's default when `color` is null).
     void setUniformColor(const Rgba8* color = nullptr);
     /// Colour by categories: codes[cell] indexes `categories` (-1 = missing); one colour
@@ -129,7 +133,7 @@ public:
     void setCellMask(std::vector<std::uint8_t> mask);
     const std::vector<std::uint8_t>& cellMask() const;
     /// What the cell mask does to the cells outside it.
-    enum class MaskStyle { Hide, Dim };
+    using MaskStyle = PlotModel::MaskStyle;
     void setMaskStyle(MaskStyle style);
     MaskStyle maskStyle() const;
     /// Cells drawn (not hidden by category or mask).
@@ -260,7 +264,7 @@ private:
     std::unique_ptr<Private> d;
 
     void releaseGl();
-    void rebuildAttributes();
+    void onAttributesChanged();
     void rebuildDrawOrder();
     void markSceneDirty(bool reaggregate);
     void uploadPending();
