@@ -4,6 +4,7 @@
 #include <QLocale>
 #include <QMouseEvent>
 #include <QPainter>
+#include <QShowEvent>
 #include <algorithm>
 
 #include "ui/PlotModel.hpp"
@@ -56,34 +57,52 @@ QSize PlotLegend::sizeHint() const {
     const QStringList text = lines();
     if (text.isEmpty()) return {0, 0};
     const QFontMetrics metrics(font());
-    int width = metrics.horizontalAdvance(text.front());
+    QFont bold = font();
+    bold.setBold(true);
+    int width = QFontMetrics(bold).horizontalAdvance(text.front());
     const bool categorical = m_model->colorKind() == PlotModel::ColorKind::Categorical;
     for (int line = 1; line < text.size(); ++line)
         width = std::max(width, (categorical ? k_swatch : k_bar_width) + k_gap + metrics.horizontalAdvance(text[line]));
     const int row = metrics.height() + 4;
     const int height = categorical ? row * static_cast<int>(text.size()) : row + k_bar_height;
-    return {std::min(width, k_max_width) + 2 * k_margin, height + 2 * k_margin};
+    // (+ 2: text widths are rounded; a name must not be elided at its own hint.)
+    return {std::min(width + 2, k_max_width) + 2 * k_margin, height + 2 * k_margin};
 }
 
 QSize PlotLegend::minimumSizeHint() const { return {sizeHint().width(), 0}; }
 
+std::vector<QRectF> PlotLegend::entries() const {
+    std::vector<QRectF> out;
+    if (m_model->colorKind() != PlotModel::ColorKind::Categorical) return out;
+    const int row = QFontMetrics(font()).height() + 4;
+    const int entry_width = std::max(width(), sizeHint().width()) - 2 * k_margin;
+    for (std::size_t category = 0; category < m_model->categories().size(); ++category)
+        out.emplace_back(k_margin, k_margin + row * static_cast<int>(category + 1), entry_width, row);
+    return out;
+}
+
 QRectF PlotLegend::entryRect(int category) const {
-    if (category < 0 || static_cast<std::size_t>(category) >= m_entries.size()) return {};
-    return m_entries[static_cast<std::size_t>(category)];
+    const std::vector<QRectF> all = entries();
+    if (category < 0 || static_cast<std::size_t>(category) >= all.size()) return {};
+    return all[static_cast<std::size_t>(category)];
 }
 
 void PlotLegend::refresh() {
     const bool shown = m_model->colorKind() != PlotModel::ColorKind::Uniform;
-    m_entries.clear();
-    if (m_model->colorKind() == PlotModel::ColorKind::Categorical) {
-        const int row = QFontMetrics(font()).height() + 4;
-        for (std::size_t category = 0; category < m_model->categories().size(); ++category)
-            m_entries.emplace_back(k_margin, k_margin + row * static_cast<int>(category + 1), sizeHint().width() - 2 * k_margin,
-                                   row);
-    }
     setFixedWidth(shown ? sizeHint().width() : 0);
     updateGeometry();
     update();
+    emit sizeHintChanged();
+}
+
+void PlotLegend::changeEvent(QEvent* event) {
+    QWidget::changeEvent(event);
+    if (event->type() == QEvent::FontChange || event->type() == QEvent::StyleChange) refresh();
+}
+
+void PlotLegend::showEvent(QShowEvent* event) {
+    QWidget::showEvent(event);
+    refresh();  // the font it is shown with may differ from the one it was made with
 }
 
 void PlotLegend::paintEvent(QPaintEvent*) {
@@ -102,8 +121,9 @@ void PlotLegend::paintEvent(QPaintEvent*) {
     painter.setFont(font());
     if (m_model->colorKind() == PlotModel::ColorKind::Categorical) {
         const auto& colors = m_model->categoryColors();
-        for (std::size_t category = 0; category < m_entries.size(); ++category) {
-            const QRectF entry = m_entries[category];
+        const std::vector<QRectF> rects = entries();
+        for (std::size_t category = 0; category < rects.size(); ++category) {
+            const QRectF entry = rects[category];
             const bool visible = m_model->categoryVisible(static_cast<int>(category));
             const Rgba8 color = category < colors.size() ? colors[category] : k_missing_color;
             const QRectF swatch(entry.left(), entry.center().y() - k_swatch / 2.0, k_swatch, k_swatch);
@@ -133,8 +153,9 @@ void PlotLegend::paintEvent(QPaintEvent*) {
 }
 
 void PlotLegend::mousePressEvent(QMouseEvent* event) {
-    for (std::size_t category = 0; category < m_entries.size(); ++category)
-        if (m_entries[category].contains(event->position())) {
+    const std::vector<QRectF> rects = entries();
+    for (std::size_t category = 0; category < rects.size(); ++category)
+        if (rects[category].contains(event->position())) {
             const int index = static_cast<int>(category);
             m_model->setCategoryVisible(index, !m_model->categoryVisible(index));
             event->accept();

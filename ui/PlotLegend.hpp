@@ -8,6 +8,9 @@
 #include <QWidget>
 #include <vector>
 
+class QEvent;
+class QShowEvent;
+
 namespace fathom::ui {
 
 class PlotModel;
@@ -25,15 +28,22 @@ public:
     /// The lines drawn ("louvain", "B  (342)", ...; a colour bar: name, high, low).
     QStringList lines() const;
 
+signals:
+    /// The legend's size hint changed (another colouring, or a font once it is shown).
+    void sizeHintChanged();
+
 protected:
     void paintEvent(QPaintEvent* event) override;
     void mousePressEvent(QMouseEvent* event) override;
+    void changeEvent(QEvent* event) override;
+    void showEvent(QShowEvent* event) override;
 
 private:
     void refresh();
+    /// Where each category is drawn, from the current font.
+    std::vector<QRectF> entries() const;
 
     PlotModel* m_model = nullptr;
-    std::vector<QRectF> m_entries;
 };
 
 }  // namespace fathom::ui

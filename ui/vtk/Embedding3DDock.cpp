@@ -2,6 +2,7 @@
 
 #include <QHBoxLayout>
 #include <QScrollArea>
+#include <QStyle>
 
 #include "ui/PlotLegend.hpp"
 #include "ui/PlotModel.hpp"
@@ -31,9 +32,11 @@ Embedding3DDock::Embedding3DDock(PlotModel* model, QWidget* parent)
     scroll->setSizePolicy(QSizePolicy::Fixed, QSizePolicy::Expanding);
     const auto fit_legend = [this, scroll] {
         scroll->setVisible(m_model->colorKind() != PlotModel::ColorKind::Uniform);
-        scroll->setFixedWidth(m_legend->sizeHint().width() + 4);
+        // Room for the scroll bar that many categories bring, so that no name is cut.
+        scroll->setFixedWidth(m_legend->sizeHint().width() + scroll->style()->pixelMetric(QStyle::PM_ScrollBarExtent));
     };
     connect(m_model, &PlotModel::attributesChanged, scroll, fit_legend);
+    connect(m_legend, &PlotLegend::sizeHintChanged, scroll, fit_legend);
     fit_legend();
     layout->addWidget(scroll);
     setWidget(content);
