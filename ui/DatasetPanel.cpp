@@ -40,6 +40,8 @@ DatasetPanel::DatasetPanel(QWidget* parent) : QWidget(parent) {
     m_genes = make_label("genes");
     m_nnz = make_label("nnz");
     m_counts = make_label("counts");
+    m_matrix = make_label("matrix");
+    m_matrix->setWordWrap(true);
     m_names = make_label("names");
     m_memory = make_label("memory");
     m_devices = make_label("devices");
@@ -48,6 +50,7 @@ DatasetPanel::DatasetPanel(QWidget* parent) : QWidget(parent) {
     form->addRow(tr("cells"), m_cells);
     form->addRow(tr("genes"), m_genes);
     form->addRow(tr("non-zeros"), m_nnz);
+    form->addRow(tr("matrix"), m_matrix);
     form->addRow(tr("values"), m_counts);
     form->addRow(tr("gene names"), m_names);
     form->addRow(tr("memory"), m_memory);
@@ -65,7 +68,7 @@ DatasetPanel::DatasetPanel(QWidget* parent) : QWidget(parent) {
 void DatasetPanel::setSummary(const DatasetSummary* summary) {
     m_columns->clear();
     if (!summary) {
-        for (QLabel* label : {m_path, m_format, m_cells, m_genes, m_nnz, m_counts, m_names, m_memory, m_devices})
+        for (QLabel* label : {m_path, m_format, m_cells, m_genes, m_nnz, m_matrix, m_counts, m_names, m_memory, m_devices})
             label->setText(QStringLiteral("–"));
         m_path->setText(tr("no dataset (File > Open, or drop a file here)"));
         m_shown_path.clear();
@@ -78,6 +81,11 @@ void DatasetPanel::setSummary(const DatasetSummary* summary) {
     m_cells->setText(locale.toString(static_cast<qlonglong>(summary->shape.num_cells)));
     m_genes->setText(locale.toString(static_cast<qlonglong>(summary->shape.num_genes)));
     m_nnz->setText(locale.toString(static_cast<qlonglong>(summary->nnz)));
+    // Which matrix is analysed, and why when the file did not leave the choice to X
+    // (e.g. "X is absent (anndata X = None): analysing raw/X").
+    const QString matrix = QString::fromStdString(summary->matrix_name.empty() ? std::string("X") : summary->matrix_name);
+    m_matrix->setText(summary->open_note.empty() ? matrix
+                                                 : QStringLiteral("%1 — %2").arg(matrix, QString::fromStdString(summary->open_note)));
     m_counts->setText(QString::fromUtf8(matrix_content_name(summary->content.content)));
     m_counts->setToolTip(QString::fromStdString(summary->content.evidence));
     m_names->setText(summary->num_var_names_made_unique > 0
@@ -119,6 +127,7 @@ QString DatasetPanel::value(const QString& key) const {
     if (key == QStringLiteral("devices")) return m_devices->text();
     if (key == QStringLiteral("path")) return m_path->text();
     if (key == QStringLiteral("values")) return m_counts->text();
+    if (key == QStringLiteral("matrix")) return m_matrix->text();
     if (key == QStringLiteral("names")) return m_names->text();
     return {};
 }

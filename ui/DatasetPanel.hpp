@@ -22,8 +22,8 @@ public:
     explicit DatasetPanel(QWidget* parent = nullptr);
     /// Shows `summary`; null clears the panel ("no dataset").
     void setSummary(const DatasetSummary* summary);
-    /// The text of a summary row ("format", "cells", "genes", "nnz", "values", "names",
-    /// "memory", "devices").
+    /// The text of a summary row ("format", "cells", "genes", "nnz", "matrix", "values",
+    /// "names", "memory", "devices").
     QString value(const QString& key) const;
 
 signals:
@@ -39,6 +39,7 @@ private:
     QLabel* m_genes = nullptr;
     QLabel* m_nnz = nullptr;
     QLabel* m_counts = nullptr;
+    QLabel* m_matrix = nullptr;  ///< the matrix analysed, with the open note when X was not it
     QLabel* m_names = nullptr;  ///< duplicate gene names made unique at open
     QLabel* m_memory = nullptr;
     QLabel* m_devices = nullptr;

@@ -15,6 +15,7 @@
 #include <QLineEdit>
 #include <QLocale>
 #include <QPushButton>
+#include <QRegularExpression>
 #include <QTableWidget>
 #include <QToolButton>
 #include <QVBoxLayout>
@@ -103,6 +104,8 @@ struct FilterPanel::Private {
     std::set<std::pair<std::string, int>> fetching;
     QStringList gene_set;
     QString gene_set_status;
+    QString set_colored_label;  // the plot's colour name while it shows the gene set
+    bool set_scored = false;    // that colouring is score_genes, not the mean
 
     /// What `gene` names in this dataset (GeneLookup: var names, then gene ids).
     GeneResolution resolve(const std::string& gene) const { return GeneLookup(names, ids).resolve(gene); }
@@ -121,6 +124,13 @@ FilterPanel::FilterPanel(EngineAccess engine, PlotView* plot, QWidget* parent)
     d->plot = plot;
     d->watcher = new JobWatcher(this, k_poll_ms);
     buildUi();
+    // The Values switch lives in the plot's model: rules compare, and a gene-set colouring
+    // is recomputed, in the layer it names.
+    d->state.layer = plot->model()->valueLayer();
+    connect(plot->model(), &PlotModel::valueLayerChanged, this, [this](ValueLayer layer) {
+        setValueLayer(layer);
+        if (!d->set_colored_label.isEmpty() && d->plot->colorName() == d->set_colored_label) colorByGeneSet(d->set_scored);
+    });
     apply();
 }
 
@@ -277,7 +287,30 @@ void FilterPanel::commit(const FilterState& after) {
 }
 
 bool FilterPanel::setExpressionText(const QString& text) {
-    const std::string typed = text.trimmed().toStdString();
+    std::string typed = text.trimmed().toStdString();
+    // Genes are matched as the search popup matches them (ignoring case): a gene typed in
+    // another case is written as the dataset spells it.
+    if (const FilterRulesParse unchecked = parse_filter_rules(typed); unchecked.ok && !d->names.empty()) {
+        std::vector<std::pair<std::string, std::string>> respelled;
+        for (const std::string& gene : unchecked.genes)
+            if (std::string spelled = spell_gene(gene, d->names, d->ids); spelled != gene) respelled.emplace_back(gene, spelled);
+        if (!respelled.empty() && unchecked.representable) {
+            std::vector<FilterRule> rules = unchecked.rules;
+            for (FilterRule& rule : rules)
+                for (const auto& [from, to] : respelled)
+                    if (rule.gene == from) rule.gene = to;
+            typed = filter_rules_text(rules);
+        } else if (!respelled.empty()) {
+            QString respelled_text = QString::fromStdString(typed);
+            for (const auto& [from, to] : respelled) {
+                // The gene as a whole word (a bare word, or inside quotes).
+                const QRegularExpression word(QStringLiteral("(?<![A-Za-z0-9_.\\-])%1(?![A-Za-z0-9_.\\-])")
+                                                  .arg(QRegularExpression::escape(QString::fromStdString(from))));
+                respelled_text.replace(word, QString::fromStdString(to));
+            }
+            typed = respelled_text.toStdString();
+        }
+    }
     const FilterRulesParse check = parse_filter_rules(typed, d->names, d->ids);
     if (!check.ok) {
         showError(QString::fromStdString(check.message));
@@ -296,7 +329,7 @@ bool FilterPanel::setExpressionText(const QString& text) {
 }
 
 bool FilterPanel::addRule(const QString& gene) {
-    const std::string name = gene.trimmed().toStdString();
+    const std::string name = spell_gene(gene.trimmed().toStdString(), d->names, d->ids);
     if (name.empty()) return false;
     if (const QString problem = d->gene_problem(name); !problem.isEmpty()) {
         showError(problem);
@@ -567,7 +600,7 @@ void FilterPanel::rebuildRows() {
         QLineEdit* gene_edit = row.gene;
         connect(row.gene, &QLineEdit::editingFinished, this, [this, row_index, gene_edit] {
             if (d->updating) return;
-            const std::string gene = gene_edit->text().trimmed().toStdString();
+            const std::string gene = spell_gene(gene_edit->text().trimmed().toStdString(), d->names, d->ids);
             const auto& current = d->parsed.rules;
             if (static_cast<std::size_t>(row_index) >= current.size() || gene == current[static_cast<std::size_t>(row_index)].gene)
                 return;
@@ -656,15 +689,13 @@ void FilterPanel::updateRowHistograms() {
 
 void FilterPanel::updateBreakdown() {
     d->totals.assign(d->breakdown.size(), 0);
+    std::vector<std::int32_t> codes;
+    std::vector<std::string> categories;
     if (const Column* column = d->snapshot->obs && !d->group_by.isEmpty() ? d->snapshot->obs->find(d->group_by.toStdString())
-                                                                          : nullptr) {
-        if (const auto* categorical = std::get_if<CategoricalColumn>(&column->data)) {
-            for (const std::int32_t code : categorical->codes)
-                if (code >= 0 && static_cast<std::size_t>(code) < d->totals.size()) ++d->totals[static_cast<std::size_t>(code)];
-        } else if (const auto* flags = std::get_if<BoolColumn>(&column->data)) {
-            for (std::size_t cell = 0; cell < flags->values.size() && d->totals.size() == 2; ++cell)
-                if (flags->missing.empty() || !flags->missing[cell]) ++d->totals[flags->values[cell] ? 1 : 0];
-        }
+                                                                          : nullptr;
+        column && obs_column_categories(*column, codes, categories)) {
+        for (const std::int32_t code : codes)
+            if (code >= 0 && static_cast<std::size_t>(code) < d->totals.size()) ++d->totals[static_cast<std::size_t>(code)];
     }
     d->table->setRowCount(static_cast<int>(d->breakdown.size()));
     d->table->horizontalHeaderItem(0)->setText(d->group_by.isEmpty() ? tr("group") : d->group_by);
@@ -728,8 +759,8 @@ bool FilterPanel::colorByGeneSet(bool score) {
     for (const QString& gene : d->gene_set) genes.push_back(gene.toStdString());
     d->watcher->cancel(QStringLiteral("gene set"));
     const std::uint64_t request = ++d->set_request;
-    const Pending<GeneValues> pending = engine->gene_set_score(std::move(genes), score);
-    d->watcher->watch(pending.handle(), QStringLiteral("gene set"), [this, pending, request](const JobStatus& status) {
+    const Pending<GeneValues> pending = engine->gene_set_score(std::move(genes), score, d->plot->model()->valueLayer());
+    d->watcher->watch(pending.handle(), QStringLiteral("gene set"), [this, pending, request, score](const JobStatus& status) {
         if (request != d->set_request) return;
         const auto values = pending.value();
         if (status.state != JobState::Succeeded || !values) {
@@ -746,8 +777,11 @@ bool FilterPanel::colorByGeneSet(bool score) {
             emit geneSetFailed(message);
             return;
         }
-        const QString label = QString::fromStdString(values->gene);
+        const QString label = QStringLiteral("%1 (%2)").arg(QString::fromStdString(values->gene),
+                                                            QString::fromUtf8(value_layer_label(values->layer)));
         d->plot->setContinuous(label, values->values);
+        d->set_colored_label = label;
+        d->set_scored = score;
         emit geneSetColored(label);
     });
     return true;

@@ -5,6 +5,8 @@
 #include <QLineEdit>
 #include <algorithm>
 
+#include "core/data/GeneLookup.hpp"
+
 namespace fathom::ui {
 
 namespace {
@@ -39,6 +41,25 @@ bool word_start(std::string_view candidate, std::size_t at) noexcept {
 }
 
 }  // namespace
+
+std::string spell_gene(std::string_view text, std::span<const std::string> names, std::span<const std::string> ids) {
+    if (names.empty()) return std::string(text);
+    if (ids.size() != names.size()) ids = {};
+    const GeneResolution exact = GeneLookup(names, ids).resolve(text);
+    if (exact.found() || exact.ambiguous()) return std::string(text);
+    for (const std::span<const std::string> candidates : {names, ids}) {
+        const std::string* only = nullptr;
+        std::size_t count = 0;
+        for (const std::string& candidate : candidates)
+            if (equal_folded(text, candidate) && (!only || *only != candidate)) {
+                only = &candidate;
+                ++count;
+            }
+        if (count == 1) return *only;
+        if (count > 1) break;  // several spellings: the user must choose one
+    }
+    return std::string(text);
+}
 
 int fuzzy_score(std::string_view query, std::string_view candidate) noexcept {
     if (query.empty() || query.size() > candidate.size()) return -1;

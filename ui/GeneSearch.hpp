@@ -6,6 +6,7 @@
 #include <QAbstractListModel>
 #include <QString>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -34,6 +35,13 @@ struct GeneMatch {
 /// order). `ids` is empty or has one entry per name.
 std::vector<GeneMatch> rank_genes(std::string_view query, const std::vector<std::string>& names,
                                   const std::vector<std::string>& ids, int limit = 50);
+
+/// The spelling of a typed gene that the dataset uses, so that every gene text in the
+/// explorer (gene box, filter rules and filter text) is case-insensitive as the search
+/// popup is: `text` itself when GeneLookup(names, ids) resolves it (or finds it ambiguous);
+/// else the one var name equal to it ignoring case, else the one gene id; else `text`
+/// unchanged (GeneLookup's problem() then says why and suggests names).
+std::string spell_gene(std::string_view text, std::span<const std::string> names, std::span<const std::string> ids = {});
 
 /// The hits of the current query as a list model for a QCompleter popup: DisplayRole
 /// "NAME  (ID)", EditRole the var name (what the completer inserts).

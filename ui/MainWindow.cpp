@@ -25,6 +25,7 @@
 #include <QPlainTextEdit>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QResizeEvent>
 #include <QScrollArea>
 #include <QSignalBlocker>
 #include <QSettings>
@@ -41,8 +42,10 @@
 #include <map>
 #include <set>
 
+#include "core/data/GeneLookup.hpp"
 #include "ui/DatasetPanel.hpp"
 #include "ui/FilterPanel.hpp"
+#include "ui/GeneSearch.hpp"
 #include "ui/JobWatcher.hpp"
 #include "ui/PipelinePanel.hpp"
 #include "ui/PlotView.hpp"
@@ -63,8 +66,10 @@ namespace fathom::ui {
 
 namespace {
 
+/// Preferred widths of the analysis and filter docks (a small window narrows them).
+constexpr int k_analysis_width = 300;
+constexpr int k_filter_width = 350;
 constexpr int k_max_recent_files = 10;
-constexpr std::size_t k_max_categories = 1000;  // beyond this a string column is not a colouring
 const char* const k_recent_key = "recentFiles";
 
 QString seconds_text(double seconds) {
@@ -90,9 +95,11 @@ const char* failure_name(FailureKind kind) {
 void show_hover_clusters(PlotView& plot, const AnalysisSnapshot& snapshot) {
     for (const char* cluster_key : {"leiden", "louvain", "cell_type", "clusters"}) {
         const Column* column = snapshot.obs->find(cluster_key);
-        const auto* categorical = column ? std::get_if<CategoricalColumn>(&column->data) : nullptr;
-        if (!categorical) continue;
-        plot.setHoverCategories(QString::fromUtf8(cluster_key), categorical->codes, categorical->categories);
+        if (!column || !std::holds_alternative<CategoricalColumn>(column->data)) continue;
+        std::vector<std::int32_t> codes;
+        std::vector<std::string> categories;
+        obs_column_categories(*column, codes, categories);
+        plot.setHoverCategories(QString::fromUtf8(cluster_key), std::move(codes), std::move(categories));
         break;
     }
 }
@@ -121,19 +128,19 @@ struct MainWindow::Private {
     QcPanel* qc = nullptr;
     MarkerPlotsPanel* marker_plots = nullptr;
     QDockWidget* marker_plots_dock = nullptr;
+    QDockWidget* analysis_dock = nullptr;
+    QDockWidget* filter_dock = nullptr;
     QTabWidget* analysis_tabs = nullptr;
     FilterPanel* filter = nullptr;
     QPlainTextEdit* log = nullptr;
     QProgressBar* progress = nullptr;
     QLabel* status_label = nullptr;
-    QLabel* frame_label = nullptr;
     QPushButton* status_cancel = nullptr;
     QComboBox* color_combo = nullptr;
     QLineEdit* gene_edit = nullptr;
     QStringListModel* gene_names = nullptr;
     QComboBox* embedding_combo = nullptr;
     QComboBox* layer_combo = nullptr;   ///< the one Values switch (plot gene colour and filters)
-    ValueLayer value_layer = ValueLayer::LogNorm;
     QComboBox* order_combo = nullptr;
     QComboBox* density_combo = nullptr;
     QSlider* size_slider = nullptr;
@@ -145,7 +152,6 @@ struct MainWindow::Private {
     Embedding3DDock* view3d = nullptr;  // View > 3-D view
 #endif
     QTimer* frame_timer = nullptr;
-    QElapsedTimer frame_label_clock;
     bool busy = false;
     bool updating_controls = false;
     QUndoStack* undo = nullptr;
@@ -167,6 +173,8 @@ MainWindow::MainWindow(EngineConfig config, bool interactive, QWidget* parent)
     d->plot = new PlotView(this);
     d->plot->setObjectName(QStringLiteral("plot"));
     d->plot->setEmptyHint(tr("Open a dataset: File > Open, or drop a file here"));
+    // A small window narrows the docks (to their minimum widths) before the plot goes below this.
+    d->plot->setMinimumSize(240, 200);
     setCentralWidget(d->plot);
     d->undo = new QUndoStack(this);
     d->undo->setUndoLimit(200);
@@ -176,6 +184,14 @@ MainWindow::MainWindow(EngineConfig config, bool interactive, QWidget* parent)
     buildToolbar();
     buildMenus();
     connectStateHooks();
+    // A gene colouring follows the Values switch (the filter dock and the gene-set colouring
+    // observe the model themselves).
+    connect(d->plot->model(), &PlotModel::valueLayerChanged, this, [this](ValueLayer layer) {
+        d->updating_controls = true;
+        d->layer_combo->setCurrentIndex(std::max(0, d->layer_combo->findData(static_cast<int>(layer))));
+        d->updating_controls = false;
+        if (d->color_key.startsWith(QStringLiteral("gene:"))) colorBy(d->color_key);
+    });
     // Selections, filters and annotations (all on the undo stack) are work to keep.
     connect(d->undo, &QUndoStack::indexChanged, this, [this] {
         if (!d->undo->isClean()) d->unsaved = true;
@@ -194,11 +210,9 @@ MainWindow::MainWindow(EngineConfig config, bool interactive, QWidget* parent)
     d->progress->setFormat(tr("idle"));
     d->progress->setMinimumWidth(260);
     d->status_label = new QLabel(tr("Open a dataset (File > Open or drop a file)"), this);
-    d->frame_label = new QLabel(this);
     d->status_cancel = new QPushButton(tr("Cancel"), this);
     d->status_cancel->setEnabled(false);
     statusBar()->addWidget(d->status_label, 1);
-    statusBar()->addPermanentWidget(d->frame_label);
     statusBar()->addPermanentWidget(d->progress);
     statusBar()->addPermanentWidget(d->status_cancel);
     connect(d->status_cancel, &QPushButton::clicked, this, &MainWindow::cancelJobs);
@@ -210,20 +224,6 @@ MainWindow::MainWindow(EngineConfig config, bool interactive, QWidget* parent)
     d->frame_timer = new QTimer(this);
     d->frame_timer->setInterval(100);
     connect(d->frame_timer, &QTimer::timeout, this, &MainWindow::pollEmbeddingFrame);
-    connect(d->plot, &PlotView::frameRendered, this, [this] {
-        if (d->frame_label_clock.isValid() && d->frame_label_clock.elapsed() < 250) return;
-        d->frame_label_clock.start();
-        const auto& stats = d->plot->stats();
-        const double ms = stats.frame_interval_ms > 0.0 ? stats.frame_interval_ms : stats.last_paint_ms;
-        if (d->plot->numPoints() == 0) {
-            d->frame_label->clear();  // no "0 / 0 cells" while nothing is shown
-            return;
-        }
-        d->frame_label->setText(tr("%1 / %2 cells  frame %3 ms")
-                                    .arg(QLocale(QLocale::English).toString(static_cast<qlonglong>(d->plot->visiblePoints())),
-                                         QLocale(QLocale::English).toString(static_cast<qlonglong>(d->plot->numPoints())))
-                                    .arg(ms, 0, 'f', 1));
-    });
     resize(1280, 800);
     log(tr("Fathom ready (devices %1)").arg(QString::fromStdString(config.devices)));
 }
@@ -252,7 +252,7 @@ void MainWindow::buildMenus() {
     connect(open, &QAction::triggered, this, [this] {
         const QString path = QFileDialog::getOpenFileName(
             this, tr("Open dataset"), QFileInfo(d->current_path).absolutePath(),
-            tr("Single-cell data or session (*.h5ad *.h5 *.mtx *.mtx.gz *.fathom.json);;All files (*)"));
+            tr("Single-cell data or session (*.h5ad *.h5 *.loom *.mtx *.mtx.gz *.fathom.json);;All files (*)"));
         if (!path.isEmpty()) openFile(path);
     });
     QAction* open_folder = file->addAction(tr("Open 10x &folder..."));
@@ -340,7 +340,7 @@ void MainWindow::connectStateHooks() {
         d->undo->push(new StateCommand<FilterState>(tr("Filter"), before, after, [this, pushing](const FilterState& state) {
             if (std::exchange(*pushing, false)) return;
             FilterState restored = state;
-            restored.layer = d->value_layer;  // the layer is the window's switch, not part of the undo
+            restored.layer = d->plot->model()->valueLayer();  // the layer is the window's switch, not part of the undo
             d->filter->setState(restored);
         }));
     });
@@ -395,11 +395,11 @@ void MainWindow::connectStateHooks() {
         FilterState filter;
         filter.expression = state.filter.expression;
         // The saved layer becomes the window's one Values switch (raw/X only where the file has one).
-        ValueLayer layer = d->value_layer;
+        ValueLayer layer = d->plot->model()->valueLayer();
         if (parse_value_layer(state.filter.layer, layer) && !setValueLayer(layer))
             log(tr("session: values '%1' are not in this dataset; showing %2")
-                    .arg(QString::fromStdString(state.filter.layer), QString::fromUtf8(value_layer_label(d->value_layer))));
-        filter.layer = d->value_layer;
+                    .arg(QString::fromStdString(state.filter.layer), QString::fromUtf8(value_layer_label(d->plot->model()->valueLayer()))));
+        filter.layer = d->plot->model()->valueLayer();
         filter.style = state.filter.mode == "dim" ? PlotView::MaskStyle::Dim : PlotView::MaskStyle::Hide;
         d->filter->setState(filter);
     });
@@ -444,8 +444,13 @@ void MainWindow::buildToolbar() {
     });
     bar->addWidget(d->gene_edit);
     connect(d->gene_edit, &QLineEdit::returnPressed, this, [this] {
-        const QString gene = d->gene_edit->text().trimmed();
+        QString gene = d->gene_edit->text().trimmed();
         if (gene.isEmpty()) return;
+        if (d->snapshot->var) {
+            // Ignoring case, as the suggestions and the filter dock do.
+            gene = QString::fromStdString(
+                spell_gene(gene.toStdString(), d->snapshot->var->index(), gene_ids(*d->snapshot->var)));
+        }
         d->color_chosen_by_user = true;
         colorBy(QStringLiteral("gene:") + gene);
     });
@@ -541,8 +546,11 @@ void MainWindow::buildDocks() {
     left->setObjectName(QStringLiteral("analysisDock"));
     left->setWidget(tabs);
     left->setFeatures(QDockWidget::DockWidgetMovable | QDockWidget::DockWidgetFloatable);
-    left->setMinimumWidth(290);
+    // A small window may narrow the docks to this; enlarging it gives them k_analysis_width back.
+    left->setMinimumWidth(230);
     addDockWidget(Qt::LeftDockWidgetArea, left);
+    resizeDocks({left}, {k_analysis_width}, Qt::Horizontal);
+    d->analysis_dock = left;
     connect(d->pipeline, &PipelinePanel::runRequested, this, [this] { runPipeline(); });
     connect(d->dataset, &DatasetPanel::datasetOpened, d->pipeline, &PipelinePanel::suggestRecipe);
     connect(d->pipeline, &PipelinePanel::cancelRequested, this, &MainWindow::cancelJobs);
@@ -558,8 +566,10 @@ void MainWindow::buildDocks() {
     right->setWidget(filter_scroll);
     right->setFeatures(QDockWidget::DockWidgetMovable | QDockWidget::DockWidgetFloatable |
                        QDockWidget::DockWidgetClosable);
-    right->setMinimumWidth(340);
+    right->setMinimumWidth(260);
     addDockWidget(Qt::RightDockWidgetArea, right);
+    resizeDocks({right}, {k_filter_width}, Qt::Horizontal);
+    d->filter_dock = right;
     connect(this, &MainWindow::coloringApplied, d->filter, &FilterPanel::setColorKey);
 
     d->log = new QPlainTextEdit(this);
@@ -593,16 +603,7 @@ void MainWindow::buildDocks() {
         const Column* column = d->snapshot->obs ? d->snapshot->obs->find(markers.groupby) : nullptr;
         std::vector<std::int32_t> codes;
         std::vector<std::string> categories;
-        if (const auto* categorical = column ? std::get_if<CategoricalColumn>(&column->data) : nullptr) {
-            codes = categorical->codes;
-            categories = categorical->categories;
-        } else if (const auto* flags = column ? std::get_if<BoolColumn>(&column->data) : nullptr) {
-            categories = {"False", "True"};
-            for (std::size_t row = 0; row < flags->values.size(); ++row)
-                codes.push_back(!flags->missing.empty() && flags->missing[row] ? -1 : flags->values[row] ? 1 : 0);
-        } else {
-            return;
-        }
+        if (!column || !obs_column_categories(*column, codes, categories)) return;
         d->marker_plots->showMarkers(markers, std::move(codes), std::move(categories));
         d->marker_plots_dock->show();
         d->marker_plots_dock->raise();
@@ -617,11 +618,17 @@ void MainWindow::buildDocks() {
         colorBy(QStringLiteral("gene:") + gene);
     });
 #ifdef FATHOM_HAS_VTK
-    d->view3d = new Embedding3DDock(d->plot, this);
+    d->view3d = new Embedding3DDock(d->plot->model(), this);
     d->view3d->setFeatures(QDockWidget::DockWidgetClosable | QDockWidget::DockWidgetMovable |
                            QDockWidget::DockWidgetFloatable);
+    // A tab beside the selection markers: opening it keeps the filter dock and the plot
+    // their room instead of splitting the right column once more.
     addDockWidget(Qt::RightDockWidgetArea, d->view3d);
+    tabifyDockWidget(markers, d->view3d);
     d->view3d->hide();
+    connect(d->view3d->toggleViewAction(), &QAction::triggered, this, [this](bool checked) {
+        if (checked) d->view3d->raise();
+    });
 #endif
 }
 
@@ -646,7 +653,7 @@ void MainWindow::showAnalysisTab(const QString& name) {
     for (int index = 0; index < d->analysis_tabs->count(); ++index)
         if (d->analysis_tabs->tabText(index) == name) d->analysis_tabs->setCurrentIndex(index);
 }
-ValueLayer MainWindow::valueLayer() const { return d->value_layer; }
+ValueLayer MainWindow::valueLayer() const { return d->plot->model()->valueLayer(); }
 
 bool MainWindow::setValueLayer(ValueLayer layer) {
     const bool has_raw = d->snapshot->dataset && d->snapshot->dataset->has_raw;
@@ -654,19 +661,19 @@ bool MainWindow::setValueLayer(ValueLayer layer) {
         log(tr("values: this dataset has no raw/X"));
         return false;
     }
-    const bool changed = layer != d->value_layer;
-    d->value_layer = layer;
+    // The model tells its observers (the filter dock, the gene-set colouring and the
+    // gene colouring below); the switch shows the layer either way.
+    d->plot->model()->setValueLayer(layer);
     d->updating_controls = true;
     d->layer_combo->setCurrentIndex(std::max(0, d->layer_combo->findData(static_cast<int>(layer))));
     d->updating_controls = false;
-    d->filter->setValueLayer(layer);
-    if (changed && d->color_key.startsWith(QStringLiteral("gene:"))) colorBy(d->color_key);
     return true;
 }
 
 void MainWindow::syncValueLayerChoices() {
     const bool has_raw = d->snapshot->dataset && d->snapshot->dataset->has_raw;
-    const bool counts = d->snapshot->dataset && d->snapshot->dataset->integer_counts;
+    const MatrixContent content = d->snapshot->dataset ? d->snapshot->dataset->content.content : MatrixContent::Other;
+    const bool counts = content == MatrixContent::RawCounts || content == MatrixContent::NonIntegerCounts;
     auto* model = qobject_cast<QStandardItemModel*>(d->layer_combo->model());
     if (QStandardItem* raw = model ? model->item(d->layer_combo->findData(static_cast<int>(ValueLayer::Raw))) : nullptr)
         raw->setEnabled(has_raw);
@@ -814,7 +821,7 @@ void MainWindow::resetDatasetState() {
     d->selection->reset();
     d->marker_plots->clear();
     FilterState filter;
-    filter.layer = d->value_layer;
+    filter.layer = d->plot->model()->valueLayer();
     d->filter->setState(filter);
     d->undo->clear();
     d->pipeline->setSettings(PipelineSettings{});
@@ -995,7 +1002,6 @@ void MainWindow::applySnapshot(bool after_pipeline) {
         d->embedding_key.clear();
         d->plot->setPositions(std::vector<float>{});
         d->plot->setEmptyHint(tr("No 2-D embedding in this dataset yet:\nrun the pipeline (Ctrl+R) to compute a UMAP"));
-        d->frame_label->clear();
         log(tr("no 2-D embedding yet: run the pipeline"));
         return;
     }
@@ -1036,7 +1042,7 @@ void MainWindow::refreshColorChoices() {
         for (const Column& column : d->snapshot->obs->columns()) {
             if (const auto* strings = std::get_if<StringColumn>(&column.data)) {
                 std::set<std::string> unique(strings->values.begin(), strings->values.end());
-                if (unique.size() > k_max_categories) continue;
+                if (unique.size() > k_max_plot_categories) continue;
             }
             const QString name = QString::fromStdString(column.name);
             d->color_combo->addItem(QStringLiteral("%1  [%2]").arg(name, QString::fromUtf8(column.type_name())), name);
@@ -1082,7 +1088,7 @@ bool MainWindow::colorBy(const QString& key) {
         d->watcher->cancel(QStringLiteral("gene"));  // the latest request wins
         const std::uint64_t request = ++d->gene_request;
         d->gene_timer.start();
-        const Pending<GeneValues> pending = d->engine->gene_values(gene.toStdString(), d->value_layer);
+        const Pending<GeneValues> pending = d->engine->gene_values(gene.toStdString(), d->plot->model()->valueLayer());
         d->watcher->watch(pending.handle(), QStringLiteral("gene"), [this, pending, key, request, finish](const JobStatus& status) {
             if (request != d->gene_request) return;  // superseded
             const auto values = pending.value();
@@ -1126,40 +1132,10 @@ bool MainWindow::colorBy(const QString& key) {
     }
     const auto stored = d->snapshot->colors.find(key.toStdString());
     const std::vector<std::string>* stored_colors = stored == d->snapshot->colors.end() ? nullptr : &stored->second;
-    if (const auto* categorical = std::get_if<CategoricalColumn>(&column->data)) {
-        plot->setCategorical(key, categorical->codes, categorical->categories,
-                             category_colors(stored_colors, categorical->categories.size()));
-    } else if (const auto* flags = std::get_if<BoolColumn>(&column->data)) {
-        std::vector<std::int32_t> codes(flags->values.size());
-        for (std::size_t row = 0; row < codes.size(); ++row)
-            codes[row] = !flags->missing.empty() && flags->missing[row] ? -1 : flags->values[row] ? 1 : 0;
-        plot->setCategorical(key, std::move(codes), {"False", "True"}, category_colors(stored_colors, 2));
-    } else if (const auto* strings = std::get_if<StringColumn>(&column->data)) {
-        // pandas turns a string column into categories sorted lexicographically.
-        std::map<std::string, std::int32_t> index;
-        for (const std::string& value : strings->values) index.emplace(value, 0);
-        if (index.size() > k_max_categories) {
-            emit coloringFailed(key, tr("'%1' has more than %2 distinct values").arg(key).arg(k_max_categories));
-            return false;
-        }
-        std::vector<std::string> categories;
-        for (auto& [value, code] : index) {
-            code = static_cast<std::int32_t>(categories.size());
-            categories.push_back(value);
-        }
-        std::vector<std::int32_t> codes;
-        codes.reserve(strings->values.size());
-        for (const std::string& value : strings->values) codes.push_back(index[value]);
-        const std::size_t count = categories.size();
-        plot->setCategorical(key, std::move(codes), std::move(categories), category_colors(stored_colors, count));
-    } else if (const auto* integers = std::get_if<IntColumn>(&column->data)) {
-        std::vector<float> values(integers->values.size());
-        for (std::size_t row = 0; row < values.size(); ++row)
-            values[row] = !integers->missing.empty() && integers->missing[row] ? NAN : static_cast<float>(integers->values[row]);
-        plot->setContinuous(key, std::move(values));
-    } else if (const auto* numbers = std::get_if<FloatColumn>(&column->data)) {
-        std::vector<float> values(numbers->values.begin(), numbers->values.end());
-        plot->setContinuous(key, std::move(values));
+    QString error;
+    if (!plot->model()->setObsColumn(*column, stored_colors, &error)) {
+        emit coloringFailed(key, error);
+        return false;
     }
     finish(key);
     return true;
@@ -1228,6 +1204,26 @@ void MainWindow::dropEvent(QDropEvent* event) {
 }
 
 bool MainWindow::hasUnsavedChanges() const { return d->unsaved; }
+
+void MainWindow::resizeEvent(QResizeEvent* event) {
+    QMainWindow::resizeEvent(event);
+    if (!event->oldSize().isValid() || event->size().width() > event->oldSize().width())
+        QTimer::singleShot(0, this, &MainWindow::restoreDockWidths);  // once the layout has the new size
+}
+
+void MainWindow::restoreDockWidths() {
+    QList<QDockWidget*> docks;
+    QList<int> widths;
+    int needed = 0;
+    for (const auto& [dock, preferred] : {std::pair{d->analysis_dock, k_analysis_width}, std::pair{d->filter_dock, k_filter_width}}) {
+        if (!dock || !dock->isVisible() || dock->isFloating() || dock->width() >= preferred) continue;
+        docks << dock;
+        widths << preferred;
+        needed += preferred - dock->width();
+    }
+    if (docks.isEmpty() || d->plot->width() - needed < d->plot->minimumWidth()) return;
+    resizeDocks(docks, widths, Qt::Horizontal);
+}
 
 void MainWindow::closeEvent(QCloseEvent* event) {
     if (d->interactive && d->unsaved) {

@@ -161,8 +161,13 @@ protected:
     void dragEnterEvent(QDragEnterEvent* event) override;
     void dropEvent(QDropEvent* event) override;
     void closeEvent(QCloseEvent* event) override;
+    /// A window shown, or grown again, gives the side docks back the width a smaller one took.
+    void resizeEvent(QResizeEvent* event) override;
 
 private:
+    /// Widens the analysis and filter docks back to their preferred widths where the
+    /// plot keeps at least its minimum width.
+    void restoreDockWidths();
     void buildMenus();
     /// Filter changes onto the undo stack; the filter, selection and annotations into sessions.
     void connectStateHooks();

@@ -1,30 +1,22 @@
 #pragma once
-/// The embedding plot: a QOpenGLWidget with its own point renderer and a Dear ImGui
-/// overlay (legend with category toggles, colour bar with range control, hover readout,
-/// frame time and visible points).
+/// The embedding plot widget: the view transform (pan, zoom, fit beside the legend), the
+/// selection tools, hover picking, the Dear ImGui overlay (legend with category toggles,
+/// colour bar with range control, hover readout, frame time and visible points) and
+/// figure export. What each cell shows lives in its PlotModel (ui/PlotModel.hpp: colouring,
+/// mask, selection, value layer), which the 3-D view observes too; the GL buffers, uploads,
+/// draw order and density image live in its PlotRenderer (ui/PlotRenderer.hpp).
 ///
-/// - Positions (n x 2 float) and per-cell attributes (RGBA8 colour + scaled value) live
-///   in separate GPU buffers. Positions are uploaded in fixed-size batches, one or more
-///   per frame, and every frame draws what has arrived; recolouring or filtering
-///   rewrites only the attribute buffer, never the positions.
-/// - The draw order (file, seeded random, by value; selected cells last) is the order of
-///   the GPU buffers: a new order rewrites the positions once, in that order, and the
-///   attributes are written in the same order, so every frame is one plain array draw.
-///   A recolouring that keeps the order still rewrites only the attributes. Picking and
-///   selection work on cell ids (the spatial grid), whatever the order on the GPU.
-/// - Density mode bins the visible cells into a raster on the CPU in parallel
-///   (aggregate_density in DensityImage.hpp: counts, mean colour or mean value per texel)
-///   and uploads the finished image as one texture, which a full-screen pass shows; the
-///   aggregation is redone only when the view or the data change, so a still frame
-///   costs the same for any n, and a recolouring never draws every cell. While the
-///   density image is shown, the attribute and reorder uploads wait until points are
-///   drawn again.
+/// - Recolouring or filtering rewrites only the attribute buffer, never the positions;
+///   a new draw order (file, seeded random, by value; selected cells last) rewrites the
+///   positions once. Picking and selection work on cell ids (the spatial grid), whatever
+///   the order on the GPU.
 /// - The finished point (or density) layer is cached in an offscreen framebuffer, so
 ///   overlay-only frames (hover, legend) do not redraw the cells.
 /// - Hover picking uses a uniform grid built once per embedding (SpatialGrid).
 /// - Lasso and rectangle tools select cells through the same grid (left drag; the middle
 ///   button still pans, the wheel zooms); the selection is drawn on top and the other
 ///   cells dimmed, through the attribute buffer and the draw order only.
+/// - The legend keeps a strip on the right: no cell is drawn or picked under it.
 #include <QImage>
 #include <QOpenGLWidget>
 #include <QPolygonF>
@@ -38,6 +30,8 @@
 #include "ui/CellSelection.hpp"
 #include "ui/ColorMaps.hpp"
 #include "ui/PlotColoring.hpp"
+#include "ui/PlotModel.hpp"
+#include "ui/PlotRenderer.hpp"
 #include "ui/ViewTransform.hpp"
 
 namespace fathom::ui {
@@ -51,26 +45,14 @@ public:
     /// Density (aggregation) rendering: never, always, or when many points overlap.
     enum class DensityMode { Off, On, Auto };
     /// What the current colouring is.
-    enum class ColorKind { Uniform, Categorical, Continuous };
+    using ColorKind = PlotModel::ColorKind;
     /// What setPositions() does to the view.
     enum class FitPolicy { Keep, Fit, FitUnlessUserMoved };
     /// What a left-button drag does: pan, or draw a lasso / rectangle selection.
     enum class Tool { Pan, Lasso, Rectangle };
 
     /// Upload and draw counters (tests and the benchmark read them).
-    struct Stats {
-        std::int64_t frames = 0;                 ///< paintGL calls
-        std::int64_t scene_renders = 0;          ///< frames that redrew the point/density layer
-        std::int64_t density_aggregations = 0;   ///< density images binned from all cells (on the CPU)
-        std::int64_t position_batches = 0;       ///< glBufferSubData calls on the position buffer
-        std::int64_t position_bytes = 0;         ///< bytes written to the position buffer
-        std::int64_t attribute_bytes = 0;        ///< bytes written to the attribute buffer
-        std::int64_t position_reorders = 0;      ///< position rewrites for a new draw order
-        std::int64_t drawn_points = 0;           ///< points submitted by the last scene render
-        double last_paint_ms = 0.0;              ///< CPU time of the last paintGL
-        double last_density_ms = 0.0;            ///< binning + texture upload of the last density aggregation
-        double frame_interval_ms = 0.0;          ///< smoothed time between frames (0 if idle)
-    };
+    using Stats = PlotStats;
 
     explicit PlotView(QWidget* parent = nullptr);
     ~PlotView() override;
@@ -100,6 +82,9 @@ public:
     const std::vector<float>& positions() const;
 
     // ---- colouring (rewrites the attribute buffer only) -----------------------------
+    /// What each cell shows (colouring, mask, selection, value layer); the 3-D view
+    /// observes the same model. The setters below forward to it.
+    PlotModel* model() const;
     /// One colour for every cell (the theme's default when `color` is null).
     void setUniformColor(const Rgba8* color = nullptr);
     /// Colour by categories: codes[cell] indexes `categories` (-1 = missing); one colour
@@ -129,7 +114,7 @@ public:
     void setCellMask(std::vector<std::uint8_t> mask);
     const std::vector<std::uint8_t>& cellMask() const;
     /// What the cell mask does to the cells outside it.
-    enum class MaskStyle { Hide, Dim };
+    using MaskStyle = PlotModel::MaskStyle;
     void setMaskStyle(MaskStyle style);
     MaskStyle maskStyle() const;
     /// Cells drawn (not hidden by category or mask).
@@ -260,13 +245,14 @@ private:
     std::unique_ptr<Private> d;
 
     void releaseGl();
-    void rebuildAttributes();
+    void onAttributesChanged();
     void rebuildDrawOrder();
     void markSceneDirty(bool reaggregate);
     void uploadPending();
+    SceneRequest sceneRequest() const;
+    /// Width of the strip on the right that the legend keeps free of cells (0 without one).
+    double legendStrip() const;
     void renderScene();
-    void renderPoints();
-    void renderDensity();
     void buildOverlay();
     void updateHover(QPointF position);
     void finishSelectionGesture();

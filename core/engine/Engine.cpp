@@ -210,7 +210,16 @@ bool parse_value_layer(const std::string& key, ValueLayer& layer) noexcept {
 
 ValueLayer default_value_layer(const DatasetSummary& dataset) noexcept {
     if (dataset.has_raw) return ValueLayer::Raw;
-    return dataset.integer_counts ? ValueLayer::LogNorm : ValueLayer::Counts;
+    // Counts (integer or not) are normalised for display; values already log-normalised,
+    // scaled or otherwise processed are shown as stored.
+    switch (dataset.content.content) {
+        case MatrixContent::RawCounts:
+        case MatrixContent::NonIntegerCounts: return ValueLayer::LogNorm;
+        case MatrixContent::LogNormalized:
+        case MatrixContent::Scaled:
+        case MatrixContent::Other: return ValueLayer::Counts;
+    }
+    return ValueLayer::Counts;
 }
 
 Engine::Engine(EngineConfig config) : m_state(std::make_shared<State>()) {

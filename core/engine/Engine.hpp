@@ -186,9 +186,9 @@ const char* value_layer_key(ValueLayer layer) noexcept;
 bool parse_value_layer(const std::string& key, ValueLayer& layer) noexcept;
 
 /// The values a gene is shown in by default, as Scanpy's plots choose them: raw/X when
-/// the file has one (use_raw), log-normalised counts when X holds raw counts
-/// (DatasetSummary::integer_counts), else X as stored (an analysed file's X: scaled or
-/// log-normalised already, where ln(1 + x * 1e4 / total) would be meaningless).
+/// the file has one (use_raw), log-normalised counts when X holds counts, integer or not
+/// (DatasetSummary::content), else X as stored (an analysed file's X: log-normalised or
+/// scaled already, where ln(1 + x * 1e4 / total) would be meaningless).
 ValueLayer default_value_layer(const DatasetSummary& dataset) noexcept;
 
 /// One gene's value for every cell (cells in obs order).
@@ -294,13 +294,17 @@ public:
     /// column for CellMask::by_cluster ("" or not found: leiden).
     Pending<CellMask> evaluate_filter(std::string expression, ValueLayer layer = ValueLayer::LogNorm,
                                       std::string group_by = {});
-    /// Mean LogNorm value of a gene set for every cell (genes by var name or gene id;
-    /// genes not in the dataset are ignored, as scanpy's score_genes does, and named in
-    /// GeneValues::gene; none found fails the job, and so does a gene that names several
-    /// (GeneLookup: a duplicated var name). Needs the matrix in memory (not streamed).
+    /// Mean value of a gene set in `layer` for every cell (genes by var name or gene id,
+    /// by raw/var for ValueLayer::Raw; genes not in the dataset are ignored, as scanpy's
+    /// score_genes does, and named in GeneValues::gene; none found fails the job, and so
+    /// does a gene that names several (GeneLookup: a duplicated var name)).
     /// gene_index is -1. `subtract_control`:
-    /// scanpy's tl.score_genes instead (the set's mean minus a control set's mean).
-    Pending<GeneValues> gene_set_score(std::vector<std::string> genes, bool subtract_control = false);
+    /// scanpy's tl.score_genes instead (the set's mean minus a control set's mean), on
+    /// LogNorm only (another layer fails the job naming it). LogNorm needs the matrix in
+    /// memory (not streamed); the mean of X as stored or raw/X reads the set's columns as
+    /// gene_values does.
+    Pending<GeneValues> gene_set_score(std::vector<std::string> genes, bool subtract_control = false,
+                                       ValueLayer layer = ValueLayer::LogNorm);
     /// Writes the current analysis as h5ad (obs, var, obsm, uns; X optional) atomically.
     JobHandle export_h5ad(std::string path, bool include_matrix);
     /// Writes Loupe-style CSVs of the current analysis into `folder` (export_csv() in

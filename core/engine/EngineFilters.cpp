@@ -170,14 +170,19 @@ Pending<CellMask> Engine::evaluate_filter(std::string expression, ValueLayer lay
     return Pending<CellMask>(std::move(handle), std::move(slot));
 }
 
-Pending<GeneValues> Engine::gene_set_score(std::vector<std::string> genes, bool subtract_control) {
+Pending<GeneValues> Engine::gene_set_score(std::vector<std::string> genes, bool subtract_control, ValueLayer layer) {
     auto state = m_state;
     auto slot = std::make_shared<ResultSlot<GeneValues>>();
-    JobHandle handle = state->query.submit("gene set", [state, slot, genes, subtract_control](JobContext& ctx) {
+    JobHandle handle = state->query.submit("gene set", [state, slot, genes, subtract_control, layer](JobContext& ctx) {
         state->begin_step(ctx, "gene set");
-        const auto data = queryable_data(*state, "gene set score", true);
+        const bool lognorm = layer == ValueLayer::LogNorm;
+        if (subtract_control && !lognorm)
+            throw std::invalid_argument(std::string("gene set score: score_genes bins the control genes by their "
+                                                    "log-normalised means; it is not computed on ") +
+                                        value_layer_label(layer) + " (choose log-normalised counts, or the plain mean)");
+        const auto data = queryable_data(*state, "gene set score", lognorm);
         if (genes.empty()) throw std::invalid_argument("gene set score: the gene set is empty");
-        const GeneLookup lookup(data->meta.var);
+        const GeneLookup lookup(detail::layer_var(*data, layer, "gene set score"));
         std::vector<std::int32_t> indices;
         std::vector<std::string> missing;
         for (const auto& gene : genes) {
@@ -199,11 +204,21 @@ Pending<GeneValues> Engine::gene_set_score(std::vector<std::string> genes, bool 
                                         " genes is in var names or var['gene_ids']: " + list(missing));
 
         GeneSetScoreResult score;
-        {
+        if (lognorm) {
             std::lock_guard lock(data->raw_mutex);
             GeneSetScoreOptions options;
             options.subtract_control = subtract_control;
             score = score_gene_set(data->raw, indices, data->qc().total_counts, options, ctx);
+        } else {
+            // The plain mean of the layer's values as stored (repeats scored once, as above).
+            for (const std::int32_t gene : indices)
+                if (std::find(score.genes.begin(), score.genes.end(), gene) == score.genes.end()) score.genes.push_back(gene);
+            const auto columns = detail::cached_gene_columns(*data, state->config, score.genes, layer, ctx);
+            const std::size_t num_rows = columns.empty() ? 0 : columns.front()->size();
+            score.scores.assign(num_rows, 0.0);
+            for (const auto& column : columns)
+                for (std::size_t row = 0; row < num_rows; ++row) score.scores[row] += (*column)[row];
+            for (double& value : score.scores) value /= static_cast<double>(score.genes.size());
         }
         const auto snapshot = current_snapshot(*state);
         const auto rows = analysed_rows(snapshot.get(), data->raw.num_cells());
@@ -211,7 +226,7 @@ Pending<GeneValues> Engine::gene_set_score(std::vector<std::string> genes, bool 
         result->gene = (subtract_control ? "score of " : "mean of ") + std::to_string(score.genes.size()) + (score.genes.size() == 1 ? " gene" : " genes");
         if (!missing.empty()) result->gene += " (" + std::to_string(missing.size()) + " not found: " + list(missing) + ")";
         result->gene_index = -1;
-        result->layer = ValueLayer::LogNorm;
+        result->layer = layer;
         result->values.resize(rows.size());
         for (std::size_t cell = 0; cell < rows.size(); ++cell)
             result->values[cell] = static_cast<float>(score.scores[static_cast<std::size_t>(rows[cell])]);

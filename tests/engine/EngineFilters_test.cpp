@@ -54,6 +54,14 @@ struct BruteForce {
         const auto& names = opened.meta.var.index();
         return static_cast<std::int32_t>(std::find(names.begin(), names.end(), name) - names.begin());
     }
+    /// The stored value of `gene` in every cell.
+    std::vector<double> stored(std::int32_t gene) const {
+        std::vector<double> values(static_cast<std::size_t>(num_cells()), 0.0);
+        for (std::int64_t cell = 0; cell < num_cells(); ++cell)
+            for (auto entry = all.row_offsets[cell]; entry < all.row_offsets[cell + 1]; ++entry)
+                if (all.gene_indices[entry] == gene) values[static_cast<std::size_t>(cell)] = all.values[entry];
+        return values;
+    }
     /// LogNorm value of `gene` in every cell, in double.
     std::vector<double> lognorm(std::int32_t gene) const {
         std::vector<double> values(static_cast<std::size_t>(num_cells()), 0.0);
@@ -157,6 +165,38 @@ TEST(EngineFilters, GeneSetMeanAndScore) {
     for (std::size_t cell = 0; cell < mean->values.size(); ++cell)
         difference += std::abs(static_cast<double>(score->values[cell]) - mean->values[cell]);
     EXPECT_GT(difference, 0.0);
+}
+
+// The explorer's Values switch reaches gene sets: the mean in X as stored is the mean of
+// the stored counts; score_genes (log-normalised by definition) refuses another layer.
+TEST(EngineFilters, GeneSetMeanInTheStoredValues) {
+    Engine engine(EngineConfig{"cpu:2"});
+    const JobHandle open = engine.open(filter_dataset());
+    ASSERT_TRUE(open.wait_for(120s));
+    ASSERT_EQ(open.status().state, JobState::Succeeded) << open.status().message;
+    const BruteForce brute;
+    const auto model = io::synthetic_model(filter_dataset_options());
+    std::vector<std::string> set;
+    for (int marker = 0; marker < 3; ++marker)
+        set.push_back(model.gene_names[static_cast<std::size_t>(model.markers[1][static_cast<std::size_t>(marker)])]);
+    set.push_back(set.front());  // a repeat is scored once
+    const auto mean = engine.gene_set_score(set, false, ValueLayer::Counts).wait();
+    ASSERT_TRUE(mean);
+    EXPECT_EQ(mean->layer, ValueLayer::Counts);
+    EXPECT_EQ(mean->gene.rfind("mean of 3 genes", 0), 0u) << mean->gene;
+    std::vector<std::vector<double>> columns;
+    for (int gene = 0; gene < 3; ++gene) columns.push_back(brute.stored(brute.gene_index(set[static_cast<std::size_t>(gene)])));
+    double largest = 0.0;
+    for (std::size_t cell = 0; cell < mean->values.size(); ++cell) {
+        const double expected = (columns[0][cell] + columns[1][cell] + columns[2][cell]) / 3.0;
+        EXPECT_NEAR(mean->values[cell], expected, 1e-5 * std::max(1.0, expected));
+        largest = std::max(largest, expected);
+    }
+    EXPECT_GT(largest, 1.0) << "counts, not log-normalised values";
+    const JobHandle refused = engine.gene_set_score(set, true, ValueLayer::Counts).handle();
+    ASSERT_TRUE(refused.wait_for(60s));
+    EXPECT_EQ(refused.status().state, JobState::Failed);
+    EXPECT_NE(refused.status().message.find("log-normalised"), std::string::npos) << refused.status().message;
 }
 
 using test::finish;

@@ -7,12 +7,14 @@
 
 #include <QComboBox>
 #include <QLineEdit>
+#include <QSignalSpy>
 #include <QTableView>
 #include <QTest>
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <numeric>
 #include <set>
 
@@ -164,6 +166,77 @@ TEST(AnalysedData, GeneColourOnScaledXUsesRawThenTheStoredValues) {
     DataExportDialog dialog({}, {}, false);
     dialog.setIntegerCounts(window.snapshot()->dataset->integer_counts);
     EXPECT_FALSE(dialog.matrixText().contains(QStringLiteral("raw counts of"))) << dialog.matrixText().toStdString();
+}
+
+// The Values switch lives in the plot's model: switching it there (not through the window)
+// recolours a gene and a gene set's mean in the new layer, moves the window's switch and
+// the filter dock; score_genes is refused outside log-normalised counts. No GL needed.
+TEST(AnalysedData, GeneAndGeneSetColoursFollowTheModelsValueLayer) {
+    const auto path = pbmc68k_reduced();
+    FATHOM_REQUIRE_PATH(path);
+    MainWindow window(EngineConfig{}, false);
+    ASSERT_TRUE(wait_open(window, QString::fromStdString(path.string())));
+    PlotView* plot = window.plotView();
+    PlotModel* model = plot->model();
+    ASSERT_EQ(model->valueLayer(), ValueLayer::Raw);
+    const FileMatrix raw(path.string(), "raw"), x(path.string(), "X");
+    const auto mean_of = [](const FileMatrix& matrix) {
+        const std::vector<float> a = matrix.column(matrix.gene_index("CD79A")), b = matrix.column(matrix.gene_index("MS4A1"));
+        std::vector<float> mean(a.size());
+        for (std::size_t cell = 0; cell < a.size(); ++cell) mean[cell] = static_cast<float>((double{a[cell]} + b[cell]) / 2.0);
+        return mean;
+    };
+
+    // A gene typed in another case is the dataset's gene (as the suggestions find it), in
+    // the gene box and in the filter dock's rules and text alike.
+    auto* box = window.findChild<QLineEdit*>(QStringLiteral("geneBox"));
+    ASSERT_NE(box, nullptr);
+    QSignalSpy applied(&window, &MainWindow::coloringApplied);
+    box->setText(QStringLiteral("cd79a"));
+    emit box->returnPressed();
+    ASSERT_TRUE(process_events_until([&] { return !applied.isEmpty(); }, 30s)) << "cd79a did not colour the plot";
+    EXPECT_EQ(applied[0][0].toString(), QStringLiteral("gene:CD79A"));
+    FilterPanel* filter = window.filterPanel();
+    ASSERT_TRUE(filter->addRule(QStringLiteral("ms4a1"))) << filter->errorText().toStdString();
+    ASSERT_EQ(filter->rules().size(), 1u);
+    EXPECT_EQ(filter->rules()[0].gene, "MS4A1");
+    ASSERT_TRUE(filter->setExpressionText(QStringLiteral("cd79a > 1 and not Ms4a1 > 0"))) << filter->errorText().toStdString();
+    EXPECT_EQ(filter->state().expression, "CD79A > 1 and not MS4A1 > 0");
+    ASSERT_TRUE(filter->setExpressionText(QStringLiteral("not (cd79a > 1 or ms4a1 > 1)"))) << filter->errorText().toStdString();
+    EXPECT_EQ(filter->state().expression, "not (CD79A > 1 or MS4A1 > 1)");
+    ASSERT_TRUE(filter->setExpressionText(QString()));
+
+    model->setValueLayer(ValueLayer::Counts);
+    ASSERT_TRUE(process_events_until([&] { return plot->colorName() == QStringLiteral("CD79A (X)"); }, 30s))
+        << plot->colorName().toStdString();
+    EXPECT_EQ(window.valueLayer(), ValueLayer::Counts);
+    EXPECT_EQ(window.filterPanel()->state().layer, ValueLayer::Counts);
+    auto* combo = window.findChild<QComboBox*>(QStringLiteral("valueLayer"));
+    ASSERT_NE(combo, nullptr);
+    EXPECT_EQ(combo->currentData().toInt(), static_cast<int>(ValueLayer::Counts));
+    expect_plot_shows(*plot, x.column(x.gene_index("CD79A")));
+
+    // A gene set: its mean in raw/X, then in X as stored after the switch.
+    model->setValueLayer(ValueLayer::Raw);
+    const auto folder = test::temp_dir("ui-analysed-gene-set");
+    std::ofstream(folder / "b.txt") << "CD79A\nMS4A1\n";
+    ASSERT_TRUE(filter->loadGeneSet(QString::fromStdString((folder / "b.txt").string())));
+    QSignalSpy colored(filter, &FilterPanel::geneSetColored);
+    QSignalSpy failed(filter, &FilterPanel::geneSetFailed);
+    ASSERT_TRUE(filter->colorByGeneSet(false));
+    ASSERT_TRUE(process_events_until([&] { return !colored.isEmpty() || !failed.isEmpty(); }, 30s));
+    ASSERT_TRUE(failed.isEmpty()) << failed[0][0].toString().toStdString();
+    EXPECT_TRUE(plot->colorName().endsWith(QStringLiteral("(raw/X)"))) << plot->colorName().toStdString();
+    expect_plot_shows(*plot, mean_of(raw));
+    model->setValueLayer(ValueLayer::Counts);
+    ASSERT_TRUE(process_events_until([&] { return colored.count() == 2 || !failed.isEmpty(); }, 30s));
+    ASSERT_TRUE(failed.isEmpty()) << failed[0][0].toString().toStdString();
+    EXPECT_TRUE(plot->colorName().endsWith(QStringLiteral("(X)"))) << plot->colorName().toStdString();
+    expect_plot_shows(*plot, mean_of(x));
+    // score_genes bins its control genes by log-normalised means: refused on X as stored.
+    ASSERT_TRUE(filter->colorByGeneSet(true));
+    ASSERT_TRUE(process_events_until([&] { return !failed.isEmpty(); }, 30s));
+    EXPECT_TRUE(failed[0][0].toString().contains(QStringLiteral("log-normalised"))) << failed[0][0].toString().toStdString();
 }
 
 TEST(AnalysedData, GeneColourOnRawCountsIsLogNormalised) {

@@ -22,6 +22,24 @@ TEST(DatasetPanel, SaysHowManyDuplicateGeneNamesWereMadeUnique) {
     EXPECT_EQ(panel.value(QStringLiteral("names")), QStringLiteral("as stored"));
 }
 
+// The matrix analysed is named, and why when it is not X (anndata X = None: raw/X).
+TEST(DatasetPanel, SaysWhichMatrixIsAnalysedAndWhyWhenXIsAbsent) {
+    DatasetPanel panel;
+    DatasetSummary summary;
+    summary.path = "/data/analysed.h5ad";
+    summary.matrix_name = "X";
+    panel.setSummary(&summary);
+    EXPECT_EQ(panel.value(QStringLiteral("matrix")), QStringLiteral("X"));
+    summary.matrix_name = "raw/X";
+    summary.open_note = "X is absent (anndata X = None): analysing raw/X";
+    panel.setSummary(&summary);
+    const QString shown = panel.value(QStringLiteral("matrix"));
+    EXPECT_TRUE(shown.startsWith(QStringLiteral("raw/X"))) << shown.toStdString();
+    EXPECT_TRUE(shown.contains(QStringLiteral("X is absent"))) << shown.toStdString();
+    panel.setSummary(nullptr);
+    EXPECT_EQ(panel.value(QStringLiteral("matrix")), QStringLiteral("–"));
+}
+
 // A newly opened file pre-chooses the recipe that fits what its X holds; the same file
 // again (a later snapshot) does not.
 TEST(DatasetPanel, NewDatasetPreChoosesTheRecipeThatFits) {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <QAction>
+#include <QDockWidget>
 #include <QLabel>
 #include <QTest>
 #include <QToolBar>
@@ -78,6 +79,63 @@ TEST(Friction, NoPointOfThePlotIsUnderTheLegend) {
     EXPECT_TRUE(settled) << points_under_legend() << " cells under the legend";
     EXPECT_FALSE(plot->legendRect().isEmpty());
     EXPECT_GE(plot->legendRect().width(), 60.0) << "sized to its names and counts";
+
+    // Panned and zoomed so that cells lie in the legend's strip: none is drawn there (the
+    // strip shows the background from the legend's left edge to the plot's right edge)
+    // and none can be picked there.
+    ViewTransform moved = plot->transform();
+    moved.zoom_at({plot->width() / 2.0, plot->height() / 2.0}, 1.6);
+    moved.pan_pixels(plot->width() * 0.5, 0.0);
+    plot->setTransform(moved);
+    const QRectF legend = plot->legendRect();
+    const auto& xy = plot->positions();
+    std::int64_t in_strip = 0, picked_in_strip = 0;
+    for (std::int64_t cell = 0; cell < plot->numPoints(); ++cell) {
+        const Vec2 screen = plot->transform().world_to_screen({xy[2 * cell], xy[2 * cell + 1]});
+        if (screen.x < legend.left() - 8.0 || screen.x >= plot->width() || screen.y < 0.0 || screen.y >= plot->height()) continue;
+        ++in_strip;
+        picked_in_strip += plot->pickCell(QPointF(screen.x, screen.y), 1.0) >= 0;
+    }
+    ASSERT_GT(in_strip, 20) << "the pan did not move cells into the legend's strip";
+    EXPECT_EQ(picked_in_strip, 0);
+    const QImage frame = plot->grabFramebuffer();
+    const double ratio = frame.devicePixelRatio();
+    const Rgba8 background = plot->backgroundColor();
+    long drawn = 0;
+    // Below the legend window (the legend itself draws category swatches): the strip's
+    // pixels are all background.
+    for (int y = static_cast<int>((legend.bottom() + 4.0) * ratio); y < frame.height() - 2; ++y)
+        for (int x = static_cast<int>((legend.left() - 8.0 + 1.0) * ratio); x < frame.width(); ++x)
+            drawn += !(test::pixel_at(frame, x, y) == background);
+    EXPECT_EQ(drawn, 0) << "cells drawn in the legend's strip";
+}
+
+// A small window narrows the docks before the plot goes below its minimum; enlarged
+// again, the docks get their widths back (no dock stays squeezed).
+TEST(Friction, SmallWindowsKeepThePlotAndEnlargingRestoresTheDocks) {
+    MainWindow window(EngineConfig{}, false);
+    window.resize(1280, 800);
+    window.show();
+    ASSERT_TRUE(QTest::qWaitForWindowExposed(&window));
+    auto* analysis = window.findChild<QDockWidget*>(QStringLiteral("analysisDock"));
+    auto* filter = window.findChild<QDockWidget*>(QStringLiteral("filterDock"));
+    ASSERT_TRUE(analysis && filter);
+    QTest::qWait(50);
+    const int analysis_width = analysis->width(), filter_width = filter->width();
+    EXPECT_GE(analysis_width, 290);
+    EXPECT_GE(filter_width, 340);
+    window.resize(820, 560);
+    ASSERT_TRUE(test::process_events_until([&] { return window.width() < 1000; }, std::chrono::seconds(5)));
+    QTest::qWait(50);
+    PlotView* plot = window.plotView();
+    EXPECT_GE(plot->width(), 240) << "the plot shrank below its minimum";
+    EXPECT_GE(plot->height(), 200);
+    EXPECT_LT(analysis->width() + filter->width(), analysis_width + filter_width) << "the docks gave up no room";
+    window.resize(1280, 800);
+    EXPECT_TRUE(test::process_events_until(
+        [&] { return analysis->width() >= analysis_width && filter->width() >= filter_width; }, std::chrono::seconds(5)))
+        << "docks stayed squeezed: " << analysis->width() << " and " << filter->width();
+    EXPECT_GE(plot->width(), 500);
 }
 
 TEST(Friction, GeneSearchRulesOnceLongErrorsWrapAndUnsavedWorkIsKnown) {

@@ -8,6 +8,7 @@
 #include <QAction>
 #include <QCheckBox>
 #include <QComboBox>
+#include <QDockWidget>
 #include <QDoubleSpinBox>
 #include <QMimeData>
 #include <QMouseEvent>
@@ -26,6 +27,7 @@
 #include "ui/PipelinePanel.hpp"
 #include "ui/PlotView.hpp"
 #ifdef FATHOM_HAS_VTK
+#include "ui/PlotLegend.hpp"
 #include "ui/vtk/Embedding3DDock.hpp"
 #include "ui/vtk/Embedding3DView.hpp"
 #endif
@@ -317,6 +319,9 @@ TEST(MainWindow, ThreeDimensionalUmapInTheThreeDView) {
     EXPECT_EQ(window.embeddingKey(), QStringLiteral("X_umap"));  // the 2-D plot shows UMAP 1-2
 
     // View > 3-D view.
+    auto* filter_dock = window.findChild<QDockWidget*>(QStringLiteral("filterDock"));
+    ASSERT_NE(filter_dock, nullptr);
+    const int filter_height = filter_dock->height();
     QAction* toggle = dock->toggleViewAction();
     toggle->trigger();
     ASSERT_TRUE(process_events_until([&] { return dock->isVisible(); }, 5s));
@@ -345,6 +350,28 @@ TEST(MainWindow, ThreeDimensionalUmapInTheThreeDView) {
     EXPECT_EQ(fathom::test::count_pixels(image, colors[0]), 0);
     plot->setCategoryVisible(0, true);
     EXPECT_EQ(view->visiblePoints(), view->numPoints());
+
+    // Axes named after the source, their ends on the view; the legend beside the view
+    // (not over it) lists the same clusters, and a click there hides them in both views.
+    EXPECT_EQ(view->axisNames(), (QStringList{QStringLiteral("UMAP1"), QStringLiteral("UMAP2"), QStringLiteral("UMAP3")}));
+    const auto ends = view->axisLabelPositions();
+    ASSERT_EQ(ends.size(), 3u);
+    for (const QPointF& end : ends) EXPECT_TRUE(QRectF(view->rect()).contains(end)) << end.x() << ", " << end.y();
+    PlotLegend* legend = dock->legend();
+    ASSERT_NE(legend, nullptr);
+    ASSERT_EQ(legend->lines().size(), static_cast<int>(colors.size()) + 1);
+    EXPECT_EQ(legend->lines().front(), QStringLiteral("leiden"));
+    const QRect legend_area(legend->mapTo(dock, QPoint(0, 0)), legend->size());
+    const QRect view_area(view->mapTo(dock, QPoint(0, 0)), view->size());
+    EXPECT_FALSE(legend_area.intersects(view_area)) << "the legend covers the 3-D view";
+    QTest::mouseClick(legend, Qt::LeftButton, {}, legend->entryRect(1).center().toPoint());
+    EXPECT_FALSE(plot->categoryVisible(1));
+    EXPECT_EQ(view->visiblePoints(), plot->visiblePoints());
+    // The right column keeps the filter dock: the 3-D view is a tab beside the markers.
+    EXPECT_TRUE(filter_dock->isVisible());
+    EXPECT_GE(filter_dock->height(), filter_height * 3 / 4) << "was " << filter_height;
+    EXPECT_GE(view->height(), 200);
+    EXPECT_GE(view->width(), 200);
 }
 #endif
 

@@ -4,9 +4,11 @@
 #include <QMouseEvent>
 #include <QOpenGLContext>
 #include <QOpenGLExtraFunctions>
+#include <QPainter>
 #include <QSurface>
 #include <QWheelEvent>
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include <vtkActor.h>
@@ -36,7 +38,50 @@ namespace {
 constexpr Rgba8 k_default_point_color{99, 166, 235, 255};
 constexpr Rgba8 k_default_background{22, 24, 29, 255};
 
+/// Grey that reads on `background` (light on dark, dark on light).
+Rgba8 axis_color(Rgba8 background) {
+    const int luminance = (299 * background.r + 587 * background.g + 114 * background.b) / 1000;
+    return luminance < 128 ? Rgba8{170, 175, 185, 255} : Rgba8{90, 90, 100, 255};
+}
+
+/// The axis names of an obsm key: X_umap -> UMAP1..3, X_pca -> PC1..3, X_tsne ->
+/// tSNE1..3, another key -> key1..3 (without the "X_").
+QStringList axis_names_of(const QString& key) {
+    QString stem = key.startsWith(QStringLiteral("X_")) ? key.mid(2) : key;
+    if (stem == QStringLiteral("umap")) stem = QStringLiteral("UMAP");
+    else if (stem == QStringLiteral("pca")) stem = QStringLiteral("PC");
+    else if (stem == QStringLiteral("tsne")) stem = QStringLiteral("tSNE");
+    if (stem.isEmpty()) return {};
+    return {stem + QLatin1Char('1'), stem + QLatin1Char('2'), stem + QLatin1Char('3')};
+}
+
 }  // namespace
+
+/// Axis names at the ends of the axes, drawn by Qt over the VTK frame (a child widget,
+/// composited on top; mouse events pass through to the view).
+class Embedding3DAxisLabels : public QWidget {
+public:
+    explicit Embedding3DAxisLabels(Embedding3DView* view) : QWidget(view), m_view(view) {
+        setAttribute(Qt::WA_TransparentForMouseEvents);
+        setAttribute(Qt::WA_NoSystemBackground);
+        setAttribute(Qt::WA_TranslucentBackground);
+        setAutoFillBackground(false);
+    }
+
+protected:
+    void paintEvent(QPaintEvent*) override {
+        const QStringList names = m_view->axisNames();
+        const auto ends = m_view->axisLabelPositions();
+        if (names.size() != 3 || ends.size() != 3) return;
+        QPainter painter(this);
+        const Rgba8 ink = axis_color(m_view->backgroundColor());
+        painter.setPen(QColor(ink.r, ink.g, ink.b));
+        for (int axis = 0; axis < 3; ++axis) painter.drawText(ends[static_cast<std::size_t>(axis)] + QPointF(4, -4), names[axis]);
+    }
+
+private:
+    Embedding3DView* m_view;
+};
 
 struct Embedding3DView::Private {
     Embedding3DView* self = nullptr;
@@ -47,6 +92,13 @@ struct Embedding3DView::Private {
     vtkNew<vtkPolyData> cloud;
     vtkNew<vtkPolyDataMapper> mapper;
     vtkNew<vtkActor> actor;
+    vtkNew<vtkPolyData> axes;  // three lines from the points' minimum corner along x, y, z
+    vtkNew<vtkPolyDataMapper> axes_mapper;
+    vtkNew<vtkActor> axes_actor;
+    std::array<std::array<double, 3>, 4> axis_points{};  // the corner, then the x, y and z ends
+    bool have_axes = false;
+    QStringList axis_names;
+    Embedding3DAxisLabels* labels = nullptr;
     std::vector<unsigned long> window_observers;
     unsigned long render_observer = 0;
 
@@ -119,10 +171,18 @@ Embedding3DView::Embedding3DView(QWidget* parent) : QOpenGLWidget(parent), d(std
     d->actor->GetProperty()->SetPointSize(d->point_size);
     d->actor->GetProperty()->LightingOff();  // flat colours, exactly the 2-D view's
     d->renderer->AddActor(d->actor);
+    d->axes_mapper->SetInputData(d->axes);
+    d->axes_actor->SetMapper(d->axes_mapper);
+    d->axes_actor->GetProperty()->LightingOff();
+    d->axes_actor->GetProperty()->SetLineWidth(1.5f);
+    d->axes_actor->VisibilityOff();
+    d->renderer->AddActor(d->axes_actor);
     auto* camera = d->renderer->GetActiveCamera();
     camera->SetPosition(0.0, 0.0, 1.0);
     camera->SetFocalPoint(0.0, 0.0, 0.0);
     camera->SetViewUp(0.0, 1.0, 0.0);
+    d->labels = new Embedding3DAxisLabels(this);
+    connect(this, &Embedding3DView::frameRendered, d->labels, [this] { d->labels->update(); });
 
     d->interactor->SetRenderWindow(window);
     d->interactor->EnableRenderOff();
@@ -175,7 +235,27 @@ bool Embedding3DView::setAttributes(std::span<const PointAttribute> attributes) 
     return true;
 }
 
-void Embedding3DView::setSourceName(const QString& name) { d->source_name = name; }
+void Embedding3DView::setSourceName(const QString& name) {
+    d->source_name = name;
+    d->axis_names = axis_names_of(name);
+    d->labels->update();
+}
+
+QStringList Embedding3DView::axisNames() const { return d->have_axes ? d->axis_names : QStringList(); }
+
+std::vector<QPointF> Embedding3DView::axisLabelPositions() const {
+    if (!d->have_axes) return {};
+    const double ratio = devicePixelRatioF();
+    std::vector<QPointF> ends;
+    for (std::size_t axis = 1; axis <= 3; ++axis) {
+        const auto& point = d->axis_points[axis];
+        d->renderer->SetWorldPoint(point[0], point[1], point[2], 1.0);
+        d->renderer->WorldToDisplay();
+        const double* display = d->renderer->GetDisplayPoint();  // device px, origin bottom-left
+        ends.emplace_back(display[0] / ratio, height() - display[1] / ratio);
+    }
+    return ends;
+}
 QString Embedding3DView::sourceName() const { return d->source_name; }
 std::int64_t Embedding3DView::numPoints() const { return d->num_points; }
 std::int64_t Embedding3DView::visiblePoints() const { return d->visible; }
@@ -183,6 +263,8 @@ std::int64_t Embedding3DView::visiblePoints() const { return d->visible; }
 void Embedding3DView::setBackgroundColor(Rgba8 color) {
     d->background = color;
     d->renderer->SetBackground(color.r / 255.0, color.g / 255.0, color.b / 255.0);
+    const Rgba8 ink = axis_color(color);
+    d->axes_actor->GetProperty()->SetColor(ink.r / 255.0, ink.g / 255.0, ink.b / 255.0);
     update();
 }
 
@@ -212,7 +294,7 @@ std::array<double, 3> Embedding3DView::cameraFocalPoint() const {
 }
 
 std::int64_t Embedding3DView::renderCount() const { return d->renders; }
-QSize Embedding3DView::sizeHint() const { return {560, 520}; }
+QSize Embedding3DView::sizeHint() const { return {360, 320}; }
 
 /// Moves the stored positions and colours into the VTK poly data: all cells are points,
 /// only the visible ones get a vertex cell (so hidden cells are not drawn at all).
@@ -227,6 +309,7 @@ void Embedding3DView::syncScene() {
         points->SetData(coordinates);
         d->cloud->SetPoints(points);
         d->positions_dirty = false;
+        updateAxes();
     }
     if (d->colors_dirty) {
         vtkNew<vtkUnsignedCharArray> rgb;
@@ -288,7 +371,41 @@ void Embedding3DView::releaseGl() {
     d->gl_ready = false;
 }
 
+/// Three axis lines from the points' minimum corner to their maximum along x, y and z.
+void Embedding3DView::updateAxes() {
+    d->have_axes = false;
+    double low[3] = {HUGE_VAL, HUGE_VAL, HUGE_VAL}, high[3] = {-HUGE_VAL, -HUGE_VAL, -HUGE_VAL};
+    for (std::int64_t cell = 0; cell < d->num_points; ++cell)
+        for (int axis = 0; axis < 3; ++axis) {
+            const double value = d->xyz[static_cast<std::size_t>(3 * cell + axis)];
+            if (!std::isfinite(value)) continue;
+            low[axis] = std::min(low[axis], value);
+            high[axis] = std::max(high[axis], value);
+        }
+    vtkNew<vtkPoints> points;
+    vtkNew<vtkCellArray> lines;
+    if (low[0] <= high[0] && low[1] <= high[1] && low[2] <= high[2]) {
+        d->axis_points[0] = {low[0], low[1], low[2]};
+        for (int axis = 0; axis < 3; ++axis) {
+            auto end = d->axis_points[0];
+            end[static_cast<std::size_t>(axis)] = high[axis];
+            d->axis_points[static_cast<std::size_t>(axis) + 1] = end;
+        }
+        for (const auto& point : d->axis_points) points->InsertNextPoint(point.data());
+        for (vtkIdType axis = 1; axis <= 3; ++axis) {
+            const vtkIdType ends[2] = {0, axis};
+            lines->InsertNextCell(2, ends);
+        }
+        d->have_axes = true;
+    }
+    d->axes->SetPoints(points);
+    d->axes->SetLines(lines);
+    d->axes_actor->SetVisibility(d->have_axes ? 1 : 0);
+    d->labels->update();
+}
+
 void Embedding3DView::resizeGL(int, int) {
+    d->labels->setGeometry(rect());
     const QSize device = size() * devicePixelRatioF();
     d->interactor->UpdateSize(device.width(), device.height());
 }

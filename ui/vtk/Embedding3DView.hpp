@@ -4,16 +4,19 @@
 /// through a vtkGenericOpenGLRenderWindow that renders into the widget's own context,
 /// with trackball rotation (left drag rotates, right drag or wheel zooms, middle drag pans).
 ///
-/// Colours are not computed here: the view takes the per-cell attributes the 2-D
-/// PlotView made (same colour map, palette, legend toggles and cell mask), so both views
-/// always agree. Cells whose attribute alpha is 0 (hidden by a category toggle or a
-/// filter) are not drawn.
+/// Colours are not computed here: the view takes the per-cell attributes of the PlotModel
+/// that the 2-D PlotView draws too (same colour map, palette, legend toggles, mask and
+/// selection), so both views always agree. Cells whose attribute alpha is 0 (hidden by a
+/// category toggle or a filter) are not drawn. Axes run from the points' minimum corner
+/// along x, y and z, named after the source (UMAP1..3, PC1..3) by a Qt overlay.
 ///
 /// VTK renders only inside paintGL (interaction requests a repaint), into its own
 /// framebuffer, which is then blitted into the widget's framebuffer. No VTK header is
 /// included here.
 #include <QOpenGLWidget>
+#include <QPointF>
 #include <QString>
+#include <QStringList>
 #include <array>
 #include <cstdint>
 #include <memory>
@@ -43,6 +46,11 @@ public:
     /// Name of what is shown (e.g. "X_umap"); the dock puts it in its title.
     void setSourceName(const QString& name);
     QString sourceName() const;
+    /// The axis names shown ("UMAP1", "UMAP2", "UMAP3"; empty without points).
+    QStringList axisNames() const;
+    /// Where the x, y and z axes end on the widget (their names are drawn there), from
+    /// the current camera; empty without points.
+    std::vector<QPointF> axisLabelPositions() const;
     std::int64_t numPoints() const;
     /// Cells drawn (alpha != 0).
     std::int64_t visiblePoints() const;
@@ -84,6 +92,7 @@ private:
 
     void releaseGl();
     void syncScene();
+    void updateAxes();
 };
 
 }  // namespace fathom::ui
