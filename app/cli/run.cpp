@@ -267,6 +267,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
             config.devices = args->devices;
             config.read = read;
             config.device_provider = gpu::make_device_provider();
+            config.keep_packed_rows = !args->no_matrix;  // only the export of X reads them after the pipeline
             config.memory_budget_bytes = args->memory_budget_gb < 0
                                              ? -1
                                              : static_cast<std::int64_t>(args->memory_budget_gb * 1024.0 * 1024.0 * 1024.0);

@@ -20,12 +20,25 @@ constexpr std::size_t k_padding = 8;
 
 std::size_t packed_bytes(std::size_t count, unsigned width) { return (count * width + 7) / 8; }
 
-/// ORs `value` (< 2^32) into the bit stream at bit `position` (the bytes there are zero).
-inline void put_bits(std::uint8_t* base, std::size_t position, std::uint64_t value) {
-    std::uint64_t word;
-    std::memcpy(&word, base + position / 8, sizeof word);
-    word |= value << (position % 8);
-    std::memcpy(base + position / 8, &word, sizeof word);
+/// Writes `count` values (each < 2^width, width 1 ... 32) as one little-endian bit stream
+/// (value i at bits [i * width, (i + 1) * width)) to `out`, which has room for
+/// packed_bytes(count, width) + 8 bytes. Bits collect in a register and leave in whole
+/// 64-bit words, so no store waits on the one before it.
+inline void put_stream(std::uint8_t* out, const std::uint32_t* values, std::size_t count, unsigned width) {
+    std::uint64_t word = 0;
+    unsigned filled = 0;
+    for (std::size_t index = 0; index < count; ++index) {
+        const std::uint64_t value = values[index];
+        word |= value << filled;
+        filled += width;
+        if (filled >= 64) {
+            std::memcpy(out, &word, sizeof word);
+            out += sizeof word;
+            filled -= 64;
+            word = filled ? value >> (width - filled) : 0;
+        }
+    }
+    if (filled) std::memcpy(out, &word, sizeof word);  // the padding takes the spare bytes
 }
 
 template <unsigned Width>
@@ -97,7 +110,12 @@ PackedRows pack_rows(const CsrShard& all_rows, std::int64_t first_row, std::int6
            all_rows.values.data() + base};
     // Gaps of every entry (row-aware), checked as they are made.
     std::array<std::uint32_t, k_group> gaps{}, counts{};
-    packed.bytes.reserve(nnz + nnz / 2 + k_padding);
+    // Groups are written into a per-thread scratch buffer sized for the worst case (32-bit
+    // gaps and raw floats), then copied once into an exact allocation.
+    thread_local std::vector<std::uint8_t> scratch;
+    const std::size_t worst = (nnz / k_group + 1) * (2 + 8 * k_group) + k_padding;
+    if (scratch.size() < worst) scratch.resize(worst);
+    std::size_t size = 0;
     std::size_t row = 0;
     auto row_end = static_cast<std::size_t>(rows.row_offsets.size() > 1 ? rows.row_offsets[1] : 0);
     std::int64_t previous = -1;
@@ -129,25 +147,25 @@ PackedRows pack_rows(const CsrShard& all_rows, std::int64_t first_row, std::int6
         }
         const auto gap_width = static_cast<unsigned>(std::bit_width(widest_gap));
         const auto value_width = integers ? static_cast<unsigned>(std::bit_width(largest)) : unsigned{k_raw_floats};
-        const std::size_t at = packed.bytes.size();
+        const std::size_t at = size;
         const std::size_t gap_bytes = packed_bytes(count, gap_width);
         const std::size_t value_bytes = integers ? packed_bytes(count, value_width) : 4 * count;
-        packed.bytes.resize(at + 2 + gap_bytes + value_bytes + k_padding, 0);
-        std::uint8_t* group = packed.bytes.data() + at;
+        std::memset(scratch.data() + at, 0, 2 + gap_bytes + value_bytes + k_padding);
+        std::uint8_t* group = scratch.data() + at;
         group[0] = static_cast<std::uint8_t>(gap_width);
         group[1] = static_cast<std::uint8_t>(value_width);
         std::uint8_t* stream = group + 2;
-        if (gap_width > 0)
-            for (std::size_t index = 0; index < count; ++index) put_bits(stream, index * gap_width, gaps[index]);
+        if (gap_width > 0) put_stream(stream, gaps.data(), count, gap_width);
         stream += gap_bytes;
         if (!integers)
             std::memcpy(stream, rows.values + first, 4 * count);
         else if (value_width > 0)
-            for (std::size_t index = 0; index < count; ++index) put_bits(stream, index * value_width, counts[index]);
-        packed.bytes.resize(at + 2 + gap_bytes + value_bytes);
+            put_stream(stream, counts.data(), count, value_width);
+        size = at + 2 + gap_bytes + value_bytes;
     }
-    packed.bytes.resize(packed.bytes.size() + k_padding, 0);
-    packed.bytes.shrink_to_fit();
+    packed.bytes.resize(size + k_padding);
+    std::memcpy(packed.bytes.data(), scratch.data(), size);
+    std::memset(packed.bytes.data() + size, 0, k_padding);
     return packed;
 }
 

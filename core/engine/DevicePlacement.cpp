@@ -13,24 +13,28 @@ namespace fathom::detail {
 namespace {
 
 /// Reads rows [range.begin, range.end) in blocks so that progress and cancellation
-/// work during long reads.
-CsrShard read_shard(io::RowSource& source, const RowRange& range, JobContext& ctx, std::int64_t total_rows) {
+/// work during long reads. `offsets` (the source's row offsets, num_cells + 1) size the
+/// shard's arrays once, and each block is decoded into them in place.
+CsrShard read_shard(io::RowSource& source, const RowRange& range, std::span<const std::int64_t> offsets,
+                    JobContext& ctx, std::int64_t total_rows) {
     constexpr std::int64_t block = 65536;
     CsrShard shard;
     shard.row_begin = range.begin;
     shard.num_genes = source.shape().num_genes;
     shard.row_offsets.reserve(static_cast<std::size_t>(range.size() + 1));
+    if (static_cast<std::int64_t>(offsets.size()) > range.end) {
+        const auto entries = static_cast<std::size_t>(offsets[static_cast<std::size_t>(range.end)] -
+                                                      offsets[static_cast<std::size_t>(range.begin)]);
+        shard.gene_indices.reserve(entries);
+        shard.values.reserve(entries);
+    }
     for (std::int64_t begin = range.begin; begin < range.end; begin += block) {
         ctx.checkpoint();
         const std::int64_t end = std::min(range.end, begin + block);
-        CsrShard part = source.read_rows(begin, end);
-        const std::int64_t base = shard.row_offsets.back();
-        for (std::size_t row = 1; row < part.row_offsets.size(); ++row)
-            shard.row_offsets.push_back(base + part.row_offsets[row]);
-        shard.gene_indices.insert(shard.gene_indices.end(), part.gene_indices.begin(), part.gene_indices.end());
-        shard.values.insert(shard.values.end(), part.values.begin(), part.values.end());
+        source.append_rows(begin, end, shard);
         ctx.report(static_cast<double>(end) / static_cast<double>(std::max<std::int64_t>(1, total_rows)));
     }
+    shard.row_begin = range.begin;
     return shard;
 }
 
@@ -38,7 +42,7 @@ ShardSet load_cpu(io::RowSource& source, const std::vector<std::int64_t>& offset
                   JobContext& ctx) {
     const auto ranges = plan_row_ranges(offsets, std::max(1, num_shards), balance);
     std::vector<CsrShard> shards;
-    for (const auto& range : ranges) shards.push_back(read_shard(source, range, ctx, source.shape().num_cells));
+    for (const auto& range : ranges) shards.push_back(read_shard(source, range, offsets, ctx, source.shape().num_cells));
     return ShardSet::make_cpu(ShardedCsr(source.shape(), std::move(shards)));
 }
 
@@ -132,7 +136,7 @@ ShardSet load_rank_shards(io::RowSource& source, const std::vector<std::int64_t>
     if (local.empty())
         for (int index = first; index < first + mine; ++index)
             local.push_back(std::make_unique<CpuBackend>(
-                read_shard(source, layout[static_cast<std::size_t>(index)], ctx, source.shape().num_cells), index));
+                read_shard(source, layout[static_cast<std::size_t>(index)], offsets, ctx, source.shape().num_cells), index));
     return ShardSet::distributed(std::move(local), num_genes, comm, layout, first);
 }
 

@@ -175,7 +175,12 @@ std::optional<detail::LoadedData::RawMatrix> open_raw_matrix(const Dataset& meta
 }  // namespace
 
 std::unique_ptr<io::RowSource> detail::matrix_rows(const LoadedData& data) {
-    if (data.packed) return std::make_unique<PackedRowSource>(data.packed);
+    std::shared_ptr<const PackedMatrix> packed;
+    {
+        std::lock_guard lock(data.packed_mutex);
+        packed = data.packed;
+    }
+    if (packed) return std::make_unique<PackedRowSource>(std::move(packed));
     io::ReadOptions options = read_options(data.read);
     options.read_annotations = false;
     return io::open_dataset(data.meta.path, options).source;
@@ -295,6 +300,7 @@ JobHandle Engine::open(std::string path) {
                 return data->streamed_stats.qc;
             });
             data->packed = std::move(data->streamed_stats.packed);
+            data->packed_at_open = data->packed != nullptr;
             data->packed_bytes = data->streamed_stats.packed_bytes;
             data->integer_counts = data->streamed_stats.integer_counts;
             data->row_offsets = std::move(offsets);

@@ -59,6 +59,11 @@ struct EngineConfig {
     /// the file in blocks of about this many non-zeros (>= 1; 12 bytes each in memory),
     /// then keep the columns in the query cache.
     std::int64_t stream_block_nnz = std::int64_t{1} << 25;
+    /// Out-of-core: keep the rows packed by the first pass (when they fit the budget) for
+    /// as long as the dataset is open, for the export of X and gene queries; false drops
+    /// them once the pipeline's second pass has read them (fathom-cli run --no-matrix), so
+    /// that the later steps' memory does not add to them. Either way the same bits.
+    bool keep_packed_rows = true;
     /// How open() reads the file (and how the engine reads it again: streamed queries,
     /// export). The out-of-core pipeline reads it with the defaults only, so run() on a
     /// streamed dataset fails (FailureKind::Option) when these are not the defaults.

@@ -51,13 +51,23 @@ std::vector<std::int64_t> PackedMatrix::row_offsets() const {
 }
 
 CsrShard PackedMatrix::read_rows(std::int64_t begin, std::int64_t end) const {
-    if (begin < 0 || end < begin || end > m_shape.num_cells || !holds(begin, end))
-        throw std::out_of_range("PackedMatrix::read_rows: rows [" + std::to_string(begin) + ", " + std::to_string(end) +
-                                ") are not held");
     CsrShard out;
     out.row_begin = begin;
     out.num_genes = m_shape.num_genes;
-    if (begin == end) return out;
+    append_rows(begin, end, out);
+    return out;
+}
+
+void PackedMatrix::append_rows(std::int64_t begin, std::int64_t end, CsrShard& out) const {
+    if (begin < 0 || end < begin || end > m_shape.num_cells || !holds(begin, end))
+        throw std::out_of_range("PackedMatrix::read_rows: rows [" + std::to_string(begin) + ", " + std::to_string(end) +
+                                ") are not held");
+    if (out.num_rows() == 0) out.row_begin = begin;
+    if (out.row_end() != begin)
+        throw std::logic_error("PackedMatrix::append_rows: rows from " + std::to_string(begin) + " appended after row " +
+                               std::to_string(out.row_end()));
+    out.num_genes = m_shape.num_genes;
+    if (begin == end) return;
     // The chunks overlapping [begin, end), each with its local rows and output entries.
     struct Part {
         const PackedRows* chunk;
@@ -66,7 +76,7 @@ CsrShard PackedMatrix::read_rows(std::int64_t begin, std::int64_t end) const {
     std::vector<Part> parts;
     auto chunk = std::upper_bound(m_chunks.begin(), m_chunks.end(), begin,
                                   [](std::int64_t row, const PackedRows& packed) { return row < packed.row_begin; }) - 1;
-    out.row_offsets.reserve(static_cast<std::size_t>(end - begin + 1));
+    out.row_offsets.reserve(out.row_offsets.size() + static_cast<std::size_t>(end - begin));
     for (; chunk != m_chunks.end() && chunk->row_begin < end; ++chunk) {
         const std::int64_t first = std::max(begin, chunk->row_begin) - chunk->row_begin;
         const std::int64_t last = std::min(end, chunk->row_begin + chunk->num_rows()) - chunk->row_begin;
@@ -82,7 +92,6 @@ CsrShard PackedMatrix::read_rows(std::int64_t begin, std::int64_t end) const {
         unpack_rows(*part.chunk, part.first_row, part.last_row, out.gene_indices.data() + part.entry,
                     out.values.data() + part.entry);
     });
-    return out;
 }
 
 std::vector<std::int64_t> PackedRowSource::row_offsets() { return m_matrix->row_offsets(); }

@@ -537,6 +537,11 @@ void run_pipeline(Engine::State& state, const PipelineSettings& settings, JobCon
                                             ctx);
                        });
     const auto& scaled = *cache.scale.result();
+    if (data->streamed && !state.config.keep_packed_rows) {
+        // The second pass has read the packed rows; nothing after it needs them.
+        std::lock_guard lock(data->packed_mutex);
+        data->packed.reset();
+    }
     const DeviceProvider* provider = state.config.device_provider.get();
     const PcaOptions pca = pca_options(settings);
     cache.pca.update(pca, {cache.scale.version()}, clock, [&] {
@@ -661,7 +666,7 @@ std::shared_ptr<AnalysisSnapshot> build_snapshot(const Engine::State& state, con
     for (int shard = placed.first_local_shard(); shard < placed.first_local_shard() + placed.num_local_shards(); ++shard)
         summary->devices.push_back(placed.shard(shard).name());
     summary->streamed = data.streamed;
-    summary->matrix_storage = !data.streamed ? "memory" : data.packed ? "packed" : "file";
+    summary->matrix_storage = !data.streamed ? "memory" : data.packed_at_open ? "packed" : "file";
     summary->packed_bytes = data.packed_bytes;
     summary->memory_budget_bytes = data.memory_budget;
     summary->device_note = data.device_note;

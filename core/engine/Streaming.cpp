@@ -1,5 +1,8 @@
 #include "core/engine/detail/Streaming.hpp"
 
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_reduce.h>
+
 #include <algorithm>
 #include <cmath>
 #include <future>
@@ -165,12 +168,15 @@ ShardStatistics shard_statistics(io::RowSource& source, const RowRange& range, s
             part.sum_squares_inverse_total[gene] += normalized.sum_squares[gene];
         }
         if (part.integer_counts) {
-            const CsrShard& values = block.shard();
-            for (float value : values.values)
-                if (value < 0.0f || value != std::floor(value)) {
-                    part.integer_counts = false;
-                    break;
-                }
+            const std::vector<float>& values = block.shard().values;
+            part.integer_counts = tbb::parallel_reduce(
+                tbb::blocked_range<std::size_t>(0, values.size(), 1 << 16), true,
+                [&](const tbb::blocked_range<std::size_t>& range, bool counts) {
+                    for (std::size_t entry = range.begin(); counts && entry < range.end(); ++entry)
+                        counts = !(values[entry] < 0.0f || values[entry] != std::floor(values[entry]));
+                    return counts;
+                },
+                [](bool left, bool right) { return left && right; });
         }
         ctx.report(static_cast<double>(end) / static_cast<double>(std::max<std::int64_t>(1, num_cells)));
     }

@@ -2,6 +2,7 @@
 /// Streaming access to a cells x genes matrix on disk, one row range at a time.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,21 @@ public:
     /// Throws FormatError naming the object when the stored data are malformed
     /// (indices out of range, NaN/Inf, negative counts where counts are required).
     virtual CsrShard read_rows(std::int64_t begin, std::int64_t end) = 0;
+    /// Rows [begin, end) appended to `rows` (whose rows must end at `begin`; a shard
+    /// without rows takes row_begin = begin): the same entries as read_rows, written
+    /// into `rows`' arrays, so that a caller that reserved them reads without copies or
+    /// reallocation. Throws as read_rows (`rows` then holds a partial block). The
+    /// default appends a copy of read_rows.
+    virtual void append_rows(std::int64_t begin, std::int64_t end, CsrShard& rows);
+    /// Rows from `begin` towards `end` (begin < end) as a view of memory the source
+    /// holds (no copy), valid while the source lives and is not read again; it may end
+    /// early (at least one row), e.g. where one of its shards ends. nullopt when the
+    /// source holds no rows in memory (files), or not these: read them instead.
+    virtual std::optional<CsrRowsView> view_rows(std::int64_t begin, std::int64_t end) {
+        (void)begin;
+        (void)end;
+        return std::nullopt;
+    }
     /// Global row offsets (num_cells + 1), used to balance shards by nnz. May read the
     /// whole indptr (8 bytes per cell) but never the values.
     virtual std::vector<std::int64_t> row_offsets() = 0;

@@ -385,6 +385,16 @@ void H5adStreamWriter::append_rows(const CsrShard& rows) {
     });
 }
 
+void H5adStreamWriter::append_rows(const CsrRowsView& rows) {
+    Impl& impl = *m_impl;
+    impl.run([&] {
+        if (!impl.x) throw std::logic_error("append_rows after a failure or commit");
+        if (rows.row_end() > impl.shape.num_cells)
+            throw std::logic_error("rows beyond the declared " + std::to_string(impl.shape.num_cells) + " cells");
+        impl.x->append(rows);
+    });
+}
+
 void H5adStreamWriter::commit(const Dataset& meta) {
     Impl& impl = *m_impl;
     impl.run([&] {
@@ -441,12 +451,28 @@ void write_h5ad(const std::string& path, const Dataset& meta, RowSource* matrix,
 
     if (with_matrix) {
         H5adStreamWriter writer(path, shape, options, matrix->nnz());
-        for (std::int64_t begin = 0; begin < shape.num_cells; begin += options.rows_per_block) {
+        CsrShard rows;
+        for (std::int64_t begin = 0; begin < shape.num_cells;) {
             const std::int64_t end = std::min(shape.num_cells, begin + options.rows_per_block);
             if (ctx) ctx->checkpoint();  // the writer's destructor removes the temporary file
-            CsrShard rows;
+            // Rows the source holds in memory are written from there (no copy).
+            if (const std::optional<CsrRowsView> view = matrix->view_rows(begin, end)) {
+                if (view->row_begin != begin || view->num_rows() < 1 || view->row_end() > end)
+                    throw WriteError(path, "the matrix source returned rows [" + std::to_string(view->row_begin) + ", " +
+                                               std::to_string(view->row_end()) + ") for [" + std::to_string(begin) +
+                                               ", " + std::to_string(end) + ")");
+                writer.append_rows(*view);
+                begin = view->row_end();
+                if (ctx) ctx->report(static_cast<double>(begin) / static_cast<double>(shape.num_cells));
+                continue;
+            }
             try {
-                rows = matrix->read_rows(begin, end);
+                // Into the same arrays block after block (sources that can, decode in place).
+                rows.row_begin = begin;
+                rows.row_offsets.assign(1, 0);
+                rows.gene_indices.clear();
+                rows.values.clear();
+                matrix->append_rows(begin, end, rows);
             } catch (const FormatError&) {
                 throw;  // names the input file; the writer's destructor removes the temp file
             } catch (const ReadError&) {
@@ -463,6 +489,7 @@ void write_h5ad(const std::string& path, const Dataset& meta, RowSource* matrix,
                                            std::to_string(end) + ")");
             writer.append_rows(rows);
             if (ctx) ctx->report(static_cast<double>(end) / static_cast<double>(shape.num_cells));
+            begin = end;
         }
         writer.commit(meta);
         return;

@@ -66,6 +66,8 @@ public:
     /// Appends rows [rows.row_begin, rows.row_end()) of X; rows.row_begin must equal
     /// rows_written(). Throws WriteError naming the path (the writer is then unusable).
     void append_rows(const CsrShard& rows);
+    /// The same for rows held elsewhere (written without a copy).
+    void append_rows(const CsrRowsView& rows);
     std::int64_t rows_written() const noexcept;
     std::int64_t nnz_written() const noexcept;
     /// Writes `meta`'s annotations (its tables must match the shape; meta.shape is

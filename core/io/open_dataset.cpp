@@ -140,6 +140,23 @@ OpenedDataset open_dataset(const std::string& path, const ReadOptions& options) 
     return opened;
 }
 
+void RowSource::append_rows(std::int64_t begin, std::int64_t end, CsrShard& rows) {
+    if (rows.num_rows() == 0) rows.row_begin = begin;
+    if (rows.row_end() != begin)
+        throw std::logic_error("RowSource::append_rows: rows from " + std::to_string(begin) + " appended after row " +
+                               std::to_string(rows.row_end()));
+    if (rows.num_rows() == 0) {
+        rows = read_rows(begin, end);  // nothing to append to: no copy
+        return;
+    }
+    const CsrShard part = read_rows(begin, end);
+    rows.num_genes = part.num_genes;
+    const std::int64_t base = rows.nnz();
+    for (std::size_t row = 1; row < part.row_offsets.size(); ++row) rows.row_offsets.push_back(base + part.row_offsets[row]);
+    rows.gene_indices.insert(rows.gene_indices.end(), part.gene_indices.begin(), part.gene_indices.end());
+    rows.values.insert(rows.values.end(), part.values.begin(), part.values.end());
+}
+
 ShardedCsr load_shards(RowSource& source, const std::vector<RowRange>& ranges) {
     std::vector<CsrShard> shards;
     shards.reserve(ranges.size());

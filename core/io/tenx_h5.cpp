@@ -8,7 +8,11 @@
 // `read_10x_h5`: obs index = barcodes, var index = feature names, var['gene_ids'],
 // and for v3 var['feature_types'] and var['genome'] (string columns), keeping only
 // features of ReadOptions::feature_type ("Gene Expression" = scanpy's gex_only=True).
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <memory>
@@ -133,6 +137,7 @@ public:
     std::int64_t nnz() const override { return m_matrix->nnz; }
 
     CsrShard read_rows(std::int64_t begin, std::int64_t end) override;
+    void append_rows(std::int64_t begin, std::int64_t end, CsrShard& rows) override;
 
     std::vector<std::int64_t> row_offsets() override {
         auto indptr = read_indptr(0, m_matrix->num_cells);
@@ -158,65 +163,116 @@ private:
 
     std::shared_ptr<const TenxMatrix> m_matrix;
     h5::File m_file;
+    std::vector<std::int64_t> m_indices;  ///< one block of stored indices, reused across reads
 };
 
 CsrShard TenxH5Source::read_rows(std::int64_t begin, std::int64_t end) {
+    CsrShard shard;
+    shard.row_begin = begin;
+    shard.num_genes = m_matrix->num_genes;
+    append_rows(begin, end, shard);
+    return shard;
+}
+
+void TenxH5Source::append_rows(std::int64_t begin, std::int64_t end, CsrShard& shard) {
     const TenxMatrix& matrix = *m_matrix;
     if (begin < 0 || end < begin || end > matrix.num_cells)
         throw std::out_of_range("TenxH5Source::read_rows: [" + std::to_string(begin) + ", " + std::to_string(end) +
                                 ") outside the matrix's " + std::to_string(matrix.num_cells) + " rows");
-    CsrShard shard;
-    shard.row_begin = begin;
+    if (shard.num_rows() == 0) shard.row_begin = begin;
+    if (shard.row_end() != begin)
+        throw std::logic_error("TenxH5Source::append_rows: rows from " + std::to_string(begin) + " appended after row " +
+                               std::to_string(shard.row_end()));
     shard.num_genes = matrix.num_genes;
+    const std::int64_t first_row = shard.num_rows();
     const auto num_rows = static_cast<std::size_t>(end - begin);
-    shard.row_offsets.assign(num_rows + 1, 0);
-    if (num_rows == 0) return shard;
+    if (num_rows == 0) return;
 
     const auto indptr = read_indptr(begin, end);
     const std::int64_t first = indptr.front(), last = indptr.back();
-    const bool filtered = !matrix.gene_map.empty();
-    if (!filtered) {
-        shard.gene_indices.reserve(static_cast<std::size_t>(last - first));
-        shard.values.reserve(static_cast<std::size_t>(last - first));
-    }
-    std::size_t row = 0;
-    for (std::int64_t offset = first; offset < last; offset += block_entries) {
-        const auto count = std::min(block_entries, last - offset);
-        const auto indices = m_file.read<std::int64_t>(matrix.object("indices"), offset, count);
-        const auto values = m_file.read<float>(matrix.object("data"), offset, count);
-        for (std::int64_t index = 0; index < count; ++index) {
-            const std::int64_t position = offset + index;
-            while (position >= indptr[row + 1]) shard.row_offsets[++row] = static_cast<std::int64_t>(shard.values.size());
-            const auto feature = indices[static_cast<std::size_t>(index)];
-            if (feature < 0 || feature >= matrix.num_features) fail_feature_index(m_file, matrix, position, feature);
-            const float value = values[static_cast<std::size_t>(index)];
-            // 10x matrices hold UMI counts: a NaN, infinite or negative count is corruption.
-            if (!std::isfinite(value))
-                m_file.fail(matrix.object("data"), "entry " + std::to_string(position) + " is not finite (" +
-                                                       number_text(value) + ")");
-            if (value < 0.0f)
+    const std::int64_t base = shard.nnz();
+    if (matrix.gene_map.empty()) {
+        // Every feature kept: each entry's place is known from indptr, so the values are
+        // decoded straight into the shard and the indices checked and narrowed in parallel.
+        for (std::size_t row = 1; row <= num_rows; ++row) shard.row_offsets.push_back(base + indptr[row] - first);
+        shard.gene_indices.resize(static_cast<std::size_t>(base + last - first));
+        shard.values.resize(static_cast<std::size_t>(base + last - first));
+        for (std::int64_t offset = first; offset < last; offset += block_entries) {
+            const auto count = std::min(block_entries, last - offset);
+            m_indices.resize(static_cast<std::size_t>(count));
+            m_file.read_to<std::int64_t>(matrix.object("indices"), offset, count, m_indices.data());
+            float* values = shard.values.data() + (base + offset - first);
+            m_file.read_to<float>(matrix.object("data"), offset, count, values);
+            std::int32_t* genes = shard.gene_indices.data() + (base + offset - first);
+            const std::int64_t num_features = matrix.num_features;
+            // The first bad entry of the block (index in the block), as a serial scan finds it.
+            std::atomic<std::int64_t> first_bad{count};
+            tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, count, 1 << 16), [&](const auto& range) {
+                for (std::int64_t index = range.begin(); index < range.end(); ++index) {
+                    const std::int64_t feature = m_indices[static_cast<std::size_t>(index)];
+                    const float value = values[index];
+                    // 10x matrices hold UMI counts: a NaN, infinite or negative count is corruption.
+                    if (feature < 0 || feature >= num_features || !(value >= 0.0f) || value == std::numeric_limits<float>::infinity()) {
+                        std::int64_t seen = first_bad.load();
+                        while (index < seen && !first_bad.compare_exchange_weak(seen, index)) {
+                        }
+                        return;
+                    }
+                    genes[index] = static_cast<std::int32_t>(feature);
+                }
+            });
+            if (const std::int64_t index = first_bad.load(); index < count) {
+                const std::int64_t position = offset + index;
+                const std::int64_t feature = m_indices[static_cast<std::size_t>(index)];
+                const float value = values[index];
+                if (feature < 0 || feature >= num_features) fail_feature_index(m_file, matrix, position, feature);
+                if (!std::isfinite(value))
+                    m_file.fail(matrix.object("data"), "entry " + std::to_string(position) + " is not finite (" +
+                                                           number_text(value) + ")");
                 m_file.fail(matrix.object("data"), "entry " + std::to_string(position) + " is negative (" +
                                                        number_text(value) + "); 10x matrices hold counts");
-            const std::int32_t gene = filtered ? matrix.gene_map[static_cast<std::size_t>(feature)]
-                                               : static_cast<std::int32_t>(feature);
-            if (gene < 0) continue;
-            shard.gene_indices.push_back(gene);
-            shard.values.push_back(value);
+            }
         }
+    } else {
+        // A feature selection: entries are dropped, so they are appended in order.
+        std::size_t row = 0;
+        shard.row_offsets.resize(static_cast<std::size_t>(first_row) + num_rows + 1, base);
+        auto* offsets = shard.row_offsets.data() + first_row;
+        for (std::int64_t offset = first; offset < last; offset += block_entries) {
+            const auto count = std::min(block_entries, last - offset);
+            const auto indices = m_file.read<std::int64_t>(matrix.object("indices"), offset, count);
+            const auto values = m_file.read<float>(matrix.object("data"), offset, count);
+            for (std::int64_t index = 0; index < count; ++index) {
+                const std::int64_t position = offset + index;
+                while (position >= indptr[row + 1]) offsets[++row] = static_cast<std::int64_t>(shard.values.size());
+                const auto feature = indices[static_cast<std::size_t>(index)];
+                if (feature < 0 || feature >= matrix.num_features) fail_feature_index(m_file, matrix, position, feature);
+                const float value = values[static_cast<std::size_t>(index)];
+                if (!std::isfinite(value))
+                    m_file.fail(matrix.object("data"), "entry " + std::to_string(position) + " is not finite (" +
+                                                           number_text(value) + ")");
+                if (value < 0.0f)
+                    m_file.fail(matrix.object("data"), "entry " + std::to_string(position) + " is negative (" +
+                                                           number_text(value) + "); 10x matrices hold counts");
+                const std::int32_t gene = matrix.gene_map[static_cast<std::size_t>(feature)];
+                if (gene < 0) continue;
+                shard.gene_indices.push_back(gene);
+                shard.values.push_back(value);
+            }
+        }
+        while (row < num_rows) offsets[++row] = static_cast<std::int64_t>(shard.values.size());
     }
-    while (row < num_rows) shard.row_offsets[++row] = static_cast<std::int64_t>(shard.values.size());
 
-    if (const auto duplicate = detail::sort_rows(shard)) {
+    if (const auto duplicate = detail::sort_rows_parallel(shard, first_row)) {
         // Report the stored feature index (before any feature selection).
         std::int64_t stored_feature = duplicate->gene;
-        if (filtered) {
+        if (!matrix.gene_map.empty()) {
             const auto& map = matrix.gene_map;
             stored_feature = std::find(map.begin(), map.end(), duplicate->gene) - map.begin();
         }
-        m_file.fail(matrix.object("indices"), "barcode " + std::to_string(begin + duplicate->row) +
+        m_file.fail(matrix.object("indices"), "barcode " + std::to_string(shard.row_begin + duplicate->row) +
                                                   " lists feature index " + std::to_string(stored_feature) + " twice");
     }
-    return shard;
 }
 
 ValueType value_type_of(const h5::Info& info) {

@@ -363,6 +363,72 @@ TEST(Engine, StreamedOutOfCoreRunAgreesWithTheInMemoryRun) {
     EXPECT_NE(set_status.message.find("streamed"), std::string::npos) << set_status.message;
 }
 
+TEST(Engine, PackedOutOfCoreRunGivesThePlainStreamedResultsBitForBit) {
+    // The same out-of-core run three times: rows read from the file at every pass
+    // (budget -1), kept packed in memory after the first pass (a budget below the CSR
+    // but above the packed rows), and a budget the packed rows outgrow (back to the file).
+    PipelineSettings settings = small_settings();
+    settings.run_neighbors = true;
+    settings.run_leiden = true;
+    const io::OpenedDataset opened = io::open_dataset(dataset_path());
+    const std::int64_t csr_bytes = 8 * (opened.meta.shape.num_cells + 1) + 8 * opened.meta.nnz;
+    const auto folder = test::temp_dir("engine_packed");
+    struct Run {
+        std::int64_t budget;
+        const char* storage;
+    };
+    std::vector<std::shared_ptr<const AnalysisSnapshot>> snapshots;
+    std::vector<std::vector<float>> genes;
+    std::vector<CsrShard> exported;
+    for (const Run run : {Run{-1, "file"}, Run{csr_bytes - 1, "packed"}, Run{4096, "file"}}) {
+        EngineConfig config{"cpu:3"};
+        config.memory_budget_bytes = run.budget;
+        Engine engine(config);
+        ASSERT_EQ(finish(engine.open(dataset_path())).state, JobState::Succeeded);
+        const auto status = finish(engine.run(settings));
+        ASSERT_EQ(status.state, JobState::Succeeded) << status.message;
+        const auto snapshot = engine.snapshot();
+        // The budget decision, as the run report gives it.
+        EXPECT_TRUE(snapshot->dataset->streamed);
+        EXPECT_EQ(snapshot->dataset->matrix_storage, run.storage) << run.budget;
+        EXPECT_EQ(snapshot->dataset->memory_budget_bytes, run.budget);
+        if (run.budget < 0) {
+            EXPECT_EQ(snapshot->dataset->packed_bytes, 0);
+        } else {
+            EXPECT_GT(snapshot->dataset->packed_bytes, run.storage == std::string("packed") ? 0 : run.budget);
+            EXPECT_LT(snapshot->dataset->packed_bytes, csr_bytes / 2) << "packed rows take under half the CSR";
+        }
+        snapshots.push_back(snapshot);
+        const auto gene = engine.gene_values("GENE00007", ValueLayer::Counts).wait();
+        ASSERT_TRUE(gene);
+        genes.push_back(gene->values);
+        const std::string path = (folder / (std::string(run.storage) + std::to_string(run.budget) + ".h5ad")).string();
+        ASSERT_EQ(finish(engine.export_h5ad(path, true)).state, JobState::Succeeded);
+        io::OpenedDataset written = io::open_dataset(path);
+        exported.push_back(written.source->read_rows(0, written.meta.shape.num_cells));
+    }
+    const auto bits = [](const DenseMatrix<float>& matrix) {
+        return std::vector<float>(matrix.data(), matrix.data() + matrix.rows() * matrix.cols());
+    };
+    for (std::size_t index = 1; index < snapshots.size(); ++index) {
+        const auto& a = *snapshots[0];
+        const auto& b = *snapshots[index];
+        EXPECT_EQ(std::get<BoolColumn>(a.var->find("highly_variable")->data).values,
+                  std::get<BoolColumn>(b.var->find("highly_variable")->data).values);
+        EXPECT_EQ(bits(*a.obsm.at("X_pca")), bits(*b.obsm.at("X_pca"))) << index;
+        EXPECT_EQ(std::get<CategoricalColumn>(a.obs->find("leiden")->data).codes,
+                  std::get<CategoricalColumn>(b.obs->find("leiden")->data).codes);
+        EXPECT_EQ(genes[0], genes[index]);
+        EXPECT_EQ(exported[0].row_offsets, exported[index].row_offsets);
+        EXPECT_EQ(exported[0].gene_indices, exported[index].gene_indices);
+        EXPECT_EQ(exported[0].values, exported[index].values);
+    }
+    // X as exported is the file's matrix.
+    const CsrShard original = io::open_dataset(dataset_path()).source->read_rows(0, opened.meta.shape.num_cells);
+    EXPECT_EQ(exported[1].gene_indices, original.gene_indices);
+    EXPECT_EQ(exported[1].values, original.values);
+}
+
 TEST(Engine, GeneValuesMatchABruteForceRead) {
     Engine engine(EngineConfig{"cpu:3"});
     ASSERT_EQ(finish(engine.open(dataset_path())).state, JobState::Succeeded);

@@ -87,6 +87,51 @@ TEST(Streaming, GeneBlockDoesNotDependOnTheBlockSizeAndMatchesTheFile) {
     }
 }
 
+TEST(Streaming, FirstPassKeepsTheRowsPackedWithinItsBudget) {
+    io::OpenedDataset opened = io::open_dataset(dataset());
+    const auto& names = opened.meta.var.index();
+    const std::vector<std::int64_t> offsets = opened.source->row_offsets();
+    const ShardLayout layout = ShardLayout::single(plan_row_ranges(offsets, 3));
+    JobContext ctx;
+    const StreamedStats plain = stream_statistics(*opened.source, names, layout, ctx, 77);
+    EXPECT_FALSE(plain.packed);
+    EXPECT_EQ(plain.packed_bytes, 0);
+    const StreamedStats kept = stream_statistics(*opened.source, names, layout, ctx, 77, std::int64_t{1} << 30);
+    ASSERT_TRUE(kept.packed);
+    EXPECT_EQ(kept.packed_bytes, kept.packed->memory_bytes());
+    EXPECT_EQ(kept.packed->nnz(), opened.meta.nnz);
+    EXPECT_EQ(kept.qc.total_counts, plain.qc.total_counts);
+    EXPECT_EQ(kept.sum_inverse_total, plain.sum_inverse_total);
+    // Any row range reads back as the file's rows, across the packed chunks.
+    PackedRowSource packed(kept.packed);
+    EXPECT_EQ(packed.row_offsets(), offsets);
+    for (const auto& [begin, end] : std::vector<std::pair<std::int64_t, std::int64_t>>{{0, 1000}, {5, 900}, {76, 78}, {999, 1000}, {400, 400}}) {
+        const CsrShard want = opened.source->read_rows(begin, end), got = packed.read_rows(begin, end);
+        EXPECT_EQ(got.row_begin, want.row_begin);
+        EXPECT_EQ(got.row_offsets, want.row_offsets) << begin << ".." << end;
+        EXPECT_EQ(got.gene_indices, want.gene_indices) << begin << ".." << end;
+        EXPECT_EQ(got.values, want.values) << begin << ".." << end;
+    }
+    // The second pass from the packed rows: the file's bits.
+    std::vector<std::uint8_t> keep(400, 0);
+    for (std::size_t gene = 2; gene < keep.size(); gene += 5) keep[gene] = 1;
+    NormalizeTotalOptions normalization;
+    normalization.target_sum = 2000.0;
+    const ShardSet from_file = stream_gene_block(*opened.source, normalization, keep, layout, ctx, 77);
+    const ShardSet from_packed = stream_gene_block(packed, normalization, keep, layout, ctx, 77);
+    for (int shard = 0; shard < from_file.num_shards(); ++shard) {
+        const CsrShard a = from_file.shard(shard).to_host(), b = from_packed.shard(shard).to_host();
+        EXPECT_EQ(a.row_offsets, b.row_offsets);
+        EXPECT_EQ(a.gene_indices, b.gene_indices);
+        EXPECT_EQ(a.values, b.values);
+    }
+    // Over budget: dropped, with the size it reached.
+    const StreamedStats over = stream_statistics(*opened.source, names, layout, ctx, 77, 1000);
+    EXPECT_FALSE(over.packed);
+    EXPECT_GT(over.packed_bytes, 1000);
+    EXPECT_EQ(over.qc.total_counts, plain.qc.total_counts);
+}
+
 /// A Comm& of test::run_ranks as the shared pointer the layouts hold (not owned).
 std::shared_ptr<Comm> borrowed(Comm& comm) {
     return std::shared_ptr<Comm>(&comm, [](Comm*) {});

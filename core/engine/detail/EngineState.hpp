@@ -69,7 +69,11 @@ struct LoadedData {
     /// the memory budget, so that the later passes (the HVG block, export, gene queries)
     /// decode them instead of reading the file again; null when they did not fit or the
     /// budget is "always stream" (< 0).
-    std::shared_ptr<const PackedMatrix> packed;
+    /// Read through matrix_rows() (under packed_mutex); dropped after the second pass when
+    /// EngineConfig::keep_packed_rows is off.
+    mutable std::shared_ptr<const PackedMatrix> packed;
+    mutable std::mutex packed_mutex;
+    bool packed_at_open = false;           ///< the first pass kept the packed rows
     std::int64_t packed_bytes = 0;         ///< StreamedStats::packed_bytes of the first pass
     std::int64_t memory_budget = 0;        ///< the budget open() decided with (bytes; < 0: always stream)
     /// Gene columns read by queries (filters, gene values), per gene and layer.

@@ -35,6 +35,8 @@ public:
     /// Rows [begin, end) (all held) as a CsrShard with row_begin = begin, unpacked in
     /// parallel; the same bits as the rows that were added.
     CsrShard read_rows(std::int64_t begin, std::int64_t end) const;
+    /// The same rows appended to `rows` (its rows must end at `begin`), unpacked in place.
+    void append_rows(std::int64_t begin, std::int64_t end, CsrShard& rows) const;
     const MatrixShape& shape() const noexcept { return m_shape; }
 
 private:
@@ -51,6 +53,9 @@ public:
     MatrixShape shape() const override { return m_matrix->shape(); }
     std::int64_t nnz() const override { return m_matrix->nnz(); }
     CsrShard read_rows(std::int64_t begin, std::int64_t end) override { return m_matrix->read_rows(begin, end); }
+    void append_rows(std::int64_t begin, std::int64_t end, CsrShard& rows) override {
+        m_matrix->append_rows(begin, end, rows);
+    }
     /// From the packed rows; throws std::logic_error unless every row is held.
     std::vector<std::int64_t> row_offsets() override;
     std::unique_ptr<io::RowSource> clone() const override { return std::make_unique<PackedRowSource>(m_matrix); }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -72,6 +73,13 @@ public:
             throw std::logic_error("ShardRowSource::read_rows: the shards do not cover rows [" + std::to_string(begin) +
                                    ", " + std::to_string(end) + ")");
         return out;
+    }
+    /// The rows of the shard holding `begin`, up to `end` or that shard's end.
+    std::optional<CsrRowsView> view_rows(std::int64_t begin, std::int64_t end) override {
+        for (const CsrShard* shard : m_shards)
+            if (begin >= shard->row_begin && begin < shard->row_end())
+                return rows_view(*shard, begin - shard->row_begin, std::min(end, shard->row_end()) - shard->row_begin);
+        return std::nullopt;
     }
     std::vector<std::int64_t> row_offsets() override {
         std::vector<std::int64_t> offsets{0};

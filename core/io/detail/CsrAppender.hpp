@@ -40,6 +40,9 @@ public:
     /// out of range or unsorted within its row, or (Int32 values) a value is not a
     /// non-negative integer count.
     void append(const CsrShard& rows);
+    /// The same for rows held elsewhere (validated in parallel, written without a copy of
+    /// the block).
+    void append(const CsrRowsView& rows);
     std::int64_t rows_written() const noexcept { return m_rows; }
     std::int64_t nnz() const noexcept { return m_nnz; }
     std::int64_t num_columns() const noexcept { return m_num_columns; }

@@ -801,14 +801,21 @@ void File::read_into(const std::string& object, hid_t memory_type, void* buffer,
 
 template <typename T>
 std::vector<T> File::read(const std::string& object, std::int64_t offset, std::int64_t count) const {
+    if (count > 0)
+        detail::check_declared_size(m_path, object, std::to_string(count) + " elements", static_cast<std::uint64_t>(count),
+                                    sizeof(T));
+    std::vector<T> values(static_cast<std::size_t>(std::max<std::int64_t>(0, count)));
+    read_to(object, offset, count, values.data());
+    return values;
+}
+
+template <typename T>
+void File::read_to(const std::string& object, std::int64_t offset, std::int64_t count, T* out) const {
     const Info info = dataset_info(object);
     if (info.type_class != TypeClass::Integer && info.type_class != TypeClass::Float &&
         info.type_class != TypeClass::Enum)
         fail(object, "expected a numeric dataset");
-    if (count > 0)
-        detail::check_declared_size(m_path, object, std::to_string(count) + " elements", static_cast<std::uint64_t>(count),
-                                    sizeof(T));
-    std::vector<T> values(static_cast<std::size_t>(count));
+    T* values = out;
     if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, std::int32_t> ||
                   std::is_same_v<T, std::int64_t>) {
         // Large reads of compressed 1-D datasets: chunks decoded in parallel.
@@ -816,11 +823,10 @@ std::vector<T> File::read(const std::string& object, std::int64_t offset, std::i
         if (info.dims.size() == 1 && count >= k_min_parallel_elements && offset >= 0 && offset <= info.dims[0] &&
             count <= info.dims[0] - offset) {
             Handle dataset = open_dataset(object);
-            if (read_chunked_parallel(*this, dataset.get(), object, values.data(), offset, count)) return values;
+            if (read_chunked_parallel(*this, dataset.get(), object, values, offset, count)) return;
         }
     }
-    read_into(object, native_type<T>(), values.data(), offset, count);
-    return values;
+    read_into(object, native_type<T>(), values, offset, count);
 }
 
 template <typename T>
@@ -1092,6 +1098,7 @@ void File::write_attribute(const std::string& object, const std::string& name, c
 
 #define FATHOM_H5_INSTANTIATE(T)                                                                              \
     template std::vector<T> File::read<T>(const std::string&, std::int64_t, std::int64_t) const;              \
+    template void File::read_to<T>(const std::string&, std::int64_t, std::int64_t, T*) const;                \
     template std::vector<T> File::read_all<T>(const std::string&) const;                                      \
     template std::vector<T> File::read_rows_2d<T>(const std::string&, std::int64_t, std::int64_t) const;      \
     template std::optional<std::vector<T>> File::attribute_numbers<T>(const std::string&, const std::string&) \

@@ -109,6 +109,9 @@ public:
     /// not numeric.
     template <typename T>
     std::vector<T> read(const std::string& object, std::int64_t offset, std::int64_t count) const;
+    /// The same elements written to out[0, count) (caller memory, e.g. a shard's arrays).
+    template <typename T>
+    void read_to(const std::string& object, std::int64_t offset, std::int64_t count, T* out) const;
     /// The whole dataset, flattened.
     template <typename T>
     std::vector<T> read_all(const std::string& object) const;

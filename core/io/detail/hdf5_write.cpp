@@ -1,11 +1,12 @@
 #include "core/io/detail/hdf5_write.hpp"
 
-#include <zlib.h>
+#include <libdeflate.h>
+#include <tbb/enumerable_thread_specific.h>
+#include <tbb/parallel_for.h>
 
 #include <algorithm>
 #include <cstring>
-
-#include <tbb/parallel_for.h>
+#include <memory>
 
 namespace fathom::io::h5 {
 
@@ -139,83 +140,115 @@ void AppendableDataset::append_bytes(const void* values, std::int64_t count) {
     if (!m_dataset) fail("appended to after finish()");
     const auto* bytes = static_cast<const unsigned char*>(values);
     while (count > 0) {
-        const std::int64_t take = std::min(count, m_batch_elements - m_buffered);
-        std::memcpy(m_buffer.data() + static_cast<std::size_t>(m_buffered) * m_element_size, bytes,
-                    static_cast<std::size_t>(take) * m_element_size);
-        m_buffered += take;
-        bytes += static_cast<std::size_t>(take) * m_element_size;
-        count -= take;
-        if (m_buffered == m_batch_elements) write_buffer(false);
+        if (m_buffered % m_chunk_elements != 0 || count < m_chunk_elements) {
+            // Up to the next chunk boundary through the buffer.
+            const std::int64_t take = std::min(count, m_chunk_elements - m_buffered % m_chunk_elements);
+            std::memcpy(m_buffer.data() + static_cast<std::size_t>(m_buffered) * m_element_size, bytes,
+                        static_cast<std::size_t>(take) * m_element_size);
+            m_buffered += take;
+            bytes += static_cast<std::size_t>(take) * m_element_size;
+            count -= take;
+            if (m_buffered == m_batch_elements) write_buffer(false);
+            continue;
+        }
+        // Chunk-aligned with at least one whole chunk to go: the buffered chunks, then
+        // the caller's whole chunks straight from its memory (no copy).
+        write_buffer(false);
+        const std::int64_t direct = count / m_chunk_elements * m_chunk_elements;
+        write_chunks(bytes, direct);
+        bytes += static_cast<std::size_t>(direct) * m_element_size;
+        count -= direct;
     }
 }
 
 void AppendableDataset::write_buffer(bool final_chunk) {
+    (void)final_chunk;
     if (m_buffered == 0) return;
-    const std::int64_t new_size = m_written + m_buffered;
+    write_chunks(m_buffer.data(), m_buffered);
+    m_buffered = 0;
+}
+
+void AppendableDataset::write_chunks(const unsigned char* data, std::int64_t count) {
+    // Every chunk is stored whole with H5Dwrite_chunk (no trip through HDF5's chunk cache
+    // and filter pipeline); a partial last chunk (count not a multiple of the chunk, at
+    // finish()) is padded with zeros. With gzip the chunks of a batch are compressed in
+    // parallel first. The deflate output is a zlib stream, what HDF5's
+    // H5Z_FILTER_DEFLATE produces and reads, and the byte shuffle is
+    // H5Z_FILTER_SHUFFLE's (byte j of element i goes to j * n + i over the whole chunk).
+    // A chunk that does not shrink is stored raw with every filter marked as skipped in
+    // its filter mask (bit k = filter k of the pipeline).
+    if (count == 0) return;
+    const std::int64_t new_size = m_written + count;
     hsize_t extent = static_cast<hsize_t>(new_size);
     if (H5Dset_extent(m_dataset.get(), &extent) < 0) fail("cannot extend to " + std::to_string(new_size) + " elements");
+    const std::int64_t num_chunks = (count + m_chunk_elements - 1) / m_chunk_elements;
+    const std::size_t chunk_bytes = static_cast<std::size_t>(m_chunk_elements) * m_element_size;
+    const std::size_t used_bytes = static_cast<std::size_t>(count) * m_element_size;
+    // The chunk at `index` of `data`, padded when it is the partial last one.
+    std::vector<unsigned char> padded;
+    const auto chunk_data = [&](std::int64_t index) -> const unsigned char* {
+        const std::size_t at = static_cast<std::size_t>(index) * chunk_bytes;
+        if (at + chunk_bytes <= used_bytes) return data + at;
+        if (padded.empty()) {
+            padded.assign(chunk_bytes, 0);
+            std::memcpy(padded.data(), data + at, used_bytes - at);
+        }
+        return padded.data();
+    };
+    if (num_chunks > 0) chunk_data(num_chunks - 1);  // pad before any parallel use
     if (m_gzip_level == 0) {
-        Handle file_space(H5Dget_space(m_dataset.get()), H5Sclose);
-        hsize_t start = static_cast<hsize_t>(m_written), length = static_cast<hsize_t>(m_buffered);
-        H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, &start, nullptr, &length, nullptr);
-        Handle memory_space(H5Screate_simple(1, &length, nullptr), H5Sclose);
-        if (H5Dwrite(m_dataset.get(), m_type.get(), memory_space.get(), file_space.get(), H5P_DEFAULT,
-                     m_buffer.data()) < 0)
-            fail("write failed (disk full?)");
-    } else {
-        // Compress whole chunks in parallel, then store them in order with
-        // H5Dwrite_chunk. The deflate filter output is zlib's compress2 format, exactly
-        // what HDF5's own H5Z_FILTER_DEFLATE produces, and the byte shuffle is
-        // H5Z_FILTER_SHUFFLE's (byte j of element i goes to j * n + i over the whole
-        // chunk). A chunk that does not shrink is stored raw with every filter marked
-        // as skipped in its filter mask (bit k = filter k of the pipeline).
-        const std::int64_t num_chunks = (m_buffered + m_chunk_elements - 1) / m_chunk_elements;
-        const std::size_t chunk_bytes = static_cast<std::size_t>(m_chunk_elements) * m_element_size;
-        // The last chunk of the dataset may be partial: pad it with zeros to a full chunk.
-        const std::size_t used_bytes = static_cast<std::size_t>(m_buffered) * m_element_size;
-        const std::size_t padded_bytes = static_cast<std::size_t>(num_chunks) * chunk_bytes;
-        if (padded_bytes > m_buffer.size()) m_buffer.resize(padded_bytes);
-        std::fill(m_buffer.begin() + static_cast<std::ptrdiff_t>(used_bytes),
-                  m_buffer.begin() + static_cast<std::ptrdiff_t>(padded_bytes), 0);
-        std::vector<std::vector<unsigned char>> compressed(static_cast<std::size_t>(num_chunks));
-        std::vector<int> status(static_cast<std::size_t>(num_chunks), Z_OK);
-        const std::size_t element_size = m_element_size;
-        const bool shuffle = m_shuffle && element_size > 1;
-        tbb::parallel_for(std::int64_t{0}, num_chunks, [&](std::int64_t chunk) {
-            const unsigned char* input = m_buffer.data() + static_cast<std::size_t>(chunk) * chunk_bytes;
-            std::vector<unsigned char> shuffled;
-            if (shuffle) {
-                shuffled.resize(chunk_bytes);
-                const std::size_t count = chunk_bytes / element_size;
-                for (std::size_t element = 0; element < count; ++element)
-                    for (std::size_t byte = 0; byte < element_size; ++byte)
-                        shuffled[byte * count + element] = input[element * element_size + byte];
-                input = shuffled.data();
-            }
-            auto& out = compressed[static_cast<std::size_t>(chunk)];
-            uLongf length = compressBound(static_cast<uLong>(chunk_bytes));
-            out.resize(length);
-            status[static_cast<std::size_t>(chunk)] =
-                compress2(out.data(), &length, input, static_cast<uLong>(chunk_bytes), m_gzip_level);
-            out.resize(length);
-        });
-        const std::uint32_t skip_all = m_shuffle ? 3u : 1u;
         for (std::int64_t chunk = 0; chunk < num_chunks; ++chunk) {
-            const auto& out = compressed[static_cast<std::size_t>(chunk)];
+            hsize_t offset = static_cast<hsize_t>(m_written + chunk * m_chunk_elements);
+            if (H5Dwrite_chunk(m_dataset.get(), H5P_DEFAULT, 0, &offset, chunk_bytes, chunk_data(chunk)) < 0)
+                fail("chunk write failed (disk full?)");
+        }
+        m_written = new_size;
+        return;
+    }
+    const std::size_t element_size = m_element_size;
+    const bool shuffle = m_shuffle && element_size > 1;
+    const std::uint32_t skip_all = m_shuffle ? 3u : 1u;
+    const int level = m_gzip_level;
+    struct Compressor {
+        std::unique_ptr<libdeflate_compressor, void (*)(libdeflate_compressor*)> handle{nullptr, libdeflate_free_compressor};
+        std::vector<unsigned char> shuffled;
+    };
+    tbb::enumerable_thread_specific<Compressor> compressors;
+    const std::int64_t batch = std::max<std::int64_t>(1, m_batch_elements / m_chunk_elements);
+    std::vector<std::vector<unsigned char>> compressed(static_cast<std::size_t>(std::min(batch, num_chunks)));
+    for (std::int64_t first = 0; first < num_chunks; first += batch) {
+        const std::int64_t last = std::min(num_chunks, first + batch);
+        tbb::parallel_for(first, last, [&](std::int64_t chunk) {
+            Compressor& state = compressors.local();
+            if (!state.handle) state.handle.reset(libdeflate_alloc_compressor(level));
+            auto& out = compressed[static_cast<std::size_t>(chunk - first)];
+            out.clear();
+            if (!state.handle) return;  // out of memory: stored raw
+            const unsigned char* input = chunk_data(chunk);
+            if (shuffle) {
+                state.shuffled.resize(chunk_bytes);
+                const std::size_t count_in_chunk = chunk_bytes / element_size;
+                for (std::size_t element = 0; element < count_in_chunk; ++element)
+                    for (std::size_t byte = 0; byte < element_size; ++byte)
+                        state.shuffled[byte * count_in_chunk + element] = input[element * element_size + byte];
+                input = state.shuffled.data();
+            }
+            out.resize(libdeflate_zlib_compress_bound(state.handle.get(), chunk_bytes));
+            const std::size_t length = libdeflate_zlib_compress(state.handle.get(), input, chunk_bytes, out.data(), out.size());
+            out.resize(length);  // 0: did not fit, stored raw
+        });
+        for (std::int64_t chunk = first; chunk < last; ++chunk) {
+            const auto& out = compressed[static_cast<std::size_t>(chunk - first)];
             hsize_t offset = static_cast<hsize_t>(m_written + chunk * m_chunk_elements);
             herr_t result;
-            if (status[static_cast<std::size_t>(chunk)] == Z_OK && out.size() < chunk_bytes) {
+            if (!out.empty() && out.size() < chunk_bytes)
                 result = H5Dwrite_chunk(m_dataset.get(), H5P_DEFAULT, 0, &offset, out.size(), out.data());
-            } else {
-                result = H5Dwrite_chunk(m_dataset.get(), H5P_DEFAULT, skip_all, &offset, chunk_bytes,
-                                        m_buffer.data() + static_cast<std::size_t>(chunk) * chunk_bytes);
-            }
+            else
+                result = H5Dwrite_chunk(m_dataset.get(), H5P_DEFAULT, skip_all, &offset, chunk_bytes, chunk_data(chunk));
             if (result < 0) fail("chunk write failed (disk full?)");
         }
     }
-    (void)final_chunk;
     m_written = new_size;
-    m_buffered = 0;
 }
 
 void AppendableDataset::finish() {

@@ -18,9 +18,10 @@ struct AppendOptions {
     int gzip_level = 0;                     ///< 0 = uncompressed; 1-9 = deflate
     /// HDF5's byte-shuffle filter before deflate (CellRanger's layout); gzip only.
     bool shuffle = false;
-    /// Chunks buffered before they are written. With gzip the chunks of one batch are
-    /// compressed in parallel (oneTBB) and stored with H5Dwrite_chunk, so readers see an
-    /// ordinary deflate-filtered dataset.
+    /// Chunks buffered before they are written (appends of whole chunks are written
+    /// from the caller's memory instead). With gzip the chunks of one batch are
+    /// compressed in parallel (oneTBB, libdeflate) and stored with H5Dwrite_chunk, so
+    /// readers see an ordinary deflate-filtered dataset.
     std::int64_t chunks_per_batch = 8;
 };
 
@@ -66,6 +67,9 @@ private:
                       const AppendOptions& options);
     void append_bytes(const void* values, std::int64_t count);
     void write_buffer(bool final_chunk);
+    /// Stores `count` elements of `data` as whole chunks after the m_written elements
+    /// (the last chunk padded when count is not a multiple of the chunk).
+    void write_chunks(const unsigned char* data, std::int64_t count);
     [[noreturn]] void fail(const std::string& problem) const;
 
     std::string m_file_path;

@@ -19,5 +19,8 @@ struct DuplicateEntry {
 /// reversed, so the common cases cost one comparison per entry. Returns the first
 /// duplicate gene index found in a row, or nullopt when every row is strictly increasing.
 std::optional<DuplicateEntry> sort_rows(CsrShard& shard);
+/// The same for rows [first_row, num_rows()) only, in parallel (oneTBB); the duplicate
+/// returned is the one of the first such row (row local to the shard), as sort_rows finds.
+std::optional<DuplicateEntry> sort_rows_parallel(CsrShard& shard, std::int64_t first_row = 0);
 
 }  // namespace fathom::io::detail
