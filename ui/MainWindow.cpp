@@ -300,6 +300,9 @@ void MainWindow::buildMenus() {
     QAction* reset = view->addAction(tr("&Reset view"));
     reset->setShortcut(Qt::Key_Home);
     connect(reset, &QAction::triggered, d->plot, &PlotView::resetView);
+    QAction* fit_all = view->addAction(tr("&Fit all cells"));
+    fit_all->setShortcut(Qt::SHIFT | Qt::Key_Home);
+    connect(fit_all, &QAction::triggered, d->plot, &PlotView::fitAll);
     QAction* overlay = view->addAction(tr("Show &overlay"));
     overlay->setCheckable(true);
     overlay->setChecked(true);
