@@ -288,8 +288,12 @@ CellSet PlotView::cellsInWorldPolygon(std::span<const Vec2> polygon) const {
         d->grid.build(d->positions);
         d->grid_dirty = false;
     }
-    return d->grid.points_in_polygon(polygon, [this](std::int64_t cell) {
-        return static_cast<std::size_t>(cell) < d->model->attributes().size() && d->model->attributes()[cell].color.a != 0;
+    // Cells in the legend's strip are not drawn, so a gesture does not select them either.
+    const double plot_right = legendStrip() > 0.0 ? width() - legendStrip() : HUGE_VAL;
+    return d->grid.points_in_polygon(polygon, [this, plot_right](std::int64_t cell) {
+        if (static_cast<std::size_t>(cell) >= d->model->attributes().size() || d->model->attributes()[cell].color.a == 0)
+            return false;
+        return d->view.world_to_screen({d->positions[2 * cell], d->positions[2 * cell + 1]}).x < plot_right;
     });
 }
 

@@ -136,7 +136,8 @@ public:
     void setSelection(SharedCellSet cells);
     /// The highlighted cells (never null).
     SharedCellSet selection() const;
-    /// Visible cells inside a polygon in world units, ascending (from the spatial grid).
+    /// Visible cells inside a polygon in world units, ascending (from the spatial grid);
+    /// cells in the legend's strip (not drawn there) are not selected.
     CellSet cellsInWorldPolygon(std::span<const Vec2> polygon) const;
     /// Visible cells inside a polygon in widget coordinates.
     CellSet cellsInWidgetPolygon(const QPolygonF& polygon) const;

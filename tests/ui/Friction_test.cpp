@@ -98,6 +98,23 @@ TEST(Friction, NoPointOfThePlotIsUnderTheLegend) {
     }
     ASSERT_GT(in_strip, 20) << "the pan did not move cells into the legend's strip";
     EXPECT_EQ(picked_in_strip, 0);
+    // A lasso or rectangle over the whole plot selects the cells drawn left of the strip,
+    // none of those in it.
+    const CellSet hits = plot->cellsInWidgetPolygon(QPolygonF(QRectF(0.0, 0.0, plot->width(), plot->height())));
+    const double plot_right = legend.left() - 8.0;  // the strip: the legend and its margins
+    std::int64_t drawn_left = 0, hit_in_strip = 0;
+    for (std::int64_t cell = 0; cell < plot->numPoints(); ++cell) {
+        const Vec2 screen = plot->transform().world_to_screen({xy[2 * cell], xy[2 * cell + 1]});
+        if (screen.y < 0.0 || screen.y >= plot->height() || screen.x < 0.0) continue;
+        drawn_left += screen.x < plot_right - 1.0;
+    }
+    for (const std::int64_t cell : hits) {
+        const Vec2 screen = plot->transform().world_to_screen({xy[2 * cell], xy[2 * cell + 1]});
+        hit_in_strip += screen.x >= plot_right + 1.0;
+    }
+    EXPECT_EQ(hit_in_strip, 0) << "cells under the legend selected";
+    EXPECT_GT(drawn_left, 20);
+    EXPECT_GE(static_cast<std::int64_t>(hits.size()), drawn_left) << "cells left of the strip not selected";
     const QImage frame = plot->grabFramebuffer();
     const double ratio = frame.devicePixelRatio();
     const Rgba8 background = plot->backgroundColor();
