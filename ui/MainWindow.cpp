@@ -128,7 +128,8 @@ struct MainWindow::Private {
     QDockWidget* marker_plots_dock = nullptr;
     QDockWidget* analysis_dock = nullptr;
     QDockWidget* filter_dock = nullptr;
-    std::vector<int> dock_widths;  // analysis, filter: their widths when first shown
+    std::vector<int> dock_widths;  // analysis, filter: their widths when first shown, or as the user set them
+    std::pair<int, int> widths_at_press{-1, -1};  // the side docks' widths when a mouse button went down on the window
     QTabWidget* analysis_tabs = nullptr;
     FilterPanel* filter = nullptr;
     QPlainTextEdit* log = nullptr;
@@ -1186,6 +1187,23 @@ void MainWindow::resizeEvent(QResizeEvent* event) {
     QMainWindow::resizeEvent(event);
     if (!event->oldSize().isValid() || event->size().width() > event->oldSize().width())
         QTimer::singleShot(0, this, &MainWindow::restoreDockWidths);  // once the layout has the new size
+}
+
+bool MainWindow::event(QEvent* event) {
+    // Separator drags reach the main window itself (the dock layout handles them there).
+    const auto side_widths = [this] {
+        return std::pair{d->analysis_dock ? d->analysis_dock->width() : -1, d->filter_dock ? d->filter_dock->width() : -1};
+    };
+    if (event->type() == QEvent::MouseButtonPress) d->widths_at_press = side_widths();
+    const bool handled = QMainWindow::event(event);
+    if (event->type() == QEvent::MouseButtonRelease && d->widths_at_press.first >= 0) {
+        if (side_widths() != d->widths_at_press && isVisible()) {
+            // Widths chosen by hand: what a larger window keeps (and gives back after a squeeze).
+            d->dock_widths = {side_widths().first, side_widths().second};
+        }
+        d->widths_at_press = {-1, -1};
+    }
+    return handled;
 }
 
 void MainWindow::restoreDockWidths() {
