@@ -319,7 +319,7 @@ FigureContent read_content(const PlotView& plot, const FigureOptions& options) {
     const bool dark = plot.theme() == PlotView::Theme::Dark;
     content.text = dark ? QColor(230, 230, 230) : QColor(20, 20, 20);
     content.frame = dark ? QColor(170, 170, 170) : QColor(40, 40, 40);
-    content.view = plot.transform().visible_world();
+    content.view = plot.plotWorld();  // the screen's framing, without the legend's strip
     content.screen_scale = plot.transform().pixels_per_unit();
     return content;
 }

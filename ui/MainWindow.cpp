@@ -66,9 +66,9 @@ namespace fathom::ui {
 
 namespace {
 
-/// Preferred widths of the analysis and filter docks (a small window narrows them).
-constexpr int k_analysis_width = 300;
-constexpr int k_filter_width = 350;
+/// Least widths the analysis and filter docks get back when a small window grows.
+constexpr int k_analysis_width = 360;
+constexpr int k_filter_width = 380;
 constexpr int k_max_recent_files = 10;
 const char* const k_recent_key = "recentFiles";
 
@@ -130,6 +130,8 @@ struct MainWindow::Private {
     QDockWidget* marker_plots_dock = nullptr;
     QDockWidget* analysis_dock = nullptr;
     QDockWidget* filter_dock = nullptr;
+    std::vector<int> dock_widths;  // analysis, filter: their widths when first shown, or as the user set them
+    std::pair<int, int> widths_at_press{-1, -1};  // the side docks' widths when a mouse button went down on the window
     QTabWidget* analysis_tabs = nullptr;
     FilterPanel* filter = nullptr;
     QPlainTextEdit* log = nullptr;
@@ -301,6 +303,9 @@ void MainWindow::buildMenus() {
     QAction* reset = view->addAction(tr("&Reset view"));
     reset->setShortcut(Qt::Key_Home);
     connect(reset, &QAction::triggered, d->plot, &PlotView::resetView);
+    QAction* fit_all = view->addAction(tr("&Fit all cells"));
+    fit_all->setShortcut(Qt::SHIFT | Qt::Key_Home);
+    connect(fit_all, &QAction::triggered, d->plot, &PlotView::fitAll);
     QAction* overlay = view->addAction(tr("Show &overlay"));
     overlay->setCheckable(true);
     overlay->setChecked(true);
@@ -546,10 +551,9 @@ void MainWindow::buildDocks() {
     left->setObjectName(QStringLiteral("analysisDock"));
     left->setWidget(tabs);
     left->setFeatures(QDockWidget::DockWidgetMovable | QDockWidget::DockWidgetFloatable);
-    // A small window may narrow the docks to this; enlarging it gives them k_analysis_width back.
+    // A small window may narrow the docks to this; enlarging it gives them their width back.
     left->setMinimumWidth(230);
     addDockWidget(Qt::LeftDockWidgetArea, left);
-    resizeDocks({left}, {k_analysis_width}, Qt::Horizontal);
     d->analysis_dock = left;
     connect(d->pipeline, &PipelinePanel::runRequested, this, [this] { runPipeline(); });
     connect(d->dataset, &DatasetPanel::datasetOpened, d->pipeline, &PipelinePanel::suggestRecipe);
@@ -568,7 +572,6 @@ void MainWindow::buildDocks() {
                        QDockWidget::DockWidgetClosable);
     right->setMinimumWidth(260);
     addDockWidget(Qt::RightDockWidgetArea, right);
-    resizeDocks({right}, {k_filter_width}, Qt::Horizontal);
     d->filter_dock = right;
     connect(this, &MainWindow::coloringApplied, d->filter, &FilterPanel::setColorKey);
 
@@ -1211,11 +1214,35 @@ void MainWindow::resizeEvent(QResizeEvent* event) {
         QTimer::singleShot(0, this, &MainWindow::restoreDockWidths);  // once the layout has the new size
 }
 
+bool MainWindow::event(QEvent* event) {
+    // Separator drags reach the main window itself (the dock layout handles them there).
+    const auto side_widths = [this] {
+        return std::pair{d->analysis_dock ? d->analysis_dock->width() : -1, d->filter_dock ? d->filter_dock->width() : -1};
+    };
+    if (event->type() == QEvent::MouseButtonPress) d->widths_at_press = side_widths();
+    const bool handled = QMainWindow::event(event);
+    if (event->type() == QEvent::MouseButtonRelease && d->widths_at_press.first >= 0) {
+        if (side_widths() != d->widths_at_press && isVisible()) {
+            // Widths chosen by hand: what a larger window keeps (and gives back after a squeeze).
+            d->dock_widths = {side_widths().first, side_widths().second};
+        }
+        d->widths_at_press = {-1, -1};
+    }
+    return handled;
+}
+
 void MainWindow::restoreDockWidths() {
+    // The widths the docks had when the window was first shown (at least the defaults
+    // below) are the ones they get back.
+    if (d->dock_widths.empty()) {
+        d->dock_widths = {std::max(k_analysis_width, d->analysis_dock->width()), std::max(k_filter_width, d->filter_dock->width())};
+        if (!isVisible()) d->dock_widths.clear();
+    }
     QList<QDockWidget*> docks;
     QList<int> widths;
     int needed = 0;
-    for (const auto& [dock, preferred] : {std::pair{d->analysis_dock, k_analysis_width}, std::pair{d->filter_dock, k_filter_width}}) {
+    for (const auto& [dock, preferred] : {std::pair{d->analysis_dock, d->dock_widths.empty() ? k_analysis_width : d->dock_widths[0]},
+                                          std::pair{d->filter_dock, d->dock_widths.empty() ? k_filter_width : d->dock_widths[1]}}) {
         if (!dock || !dock->isVisible() || dock->isFloating() || dock->width() >= preferred) continue;
         docks << dock;
         widths << preferred;

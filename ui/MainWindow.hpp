@@ -163,6 +163,9 @@ protected:
     void closeEvent(QCloseEvent* event) override;
     /// A window shown, or grown again, gives the side docks back the width a smaller one took.
     void resizeEvent(QResizeEvent* event) override;
+    /// A separator drag that changed the side docks' widths makes those the widths they
+    /// keep (a larger window no longer widens a dock narrowed by hand).
+    bool event(QEvent* event) override;
 
 private:
     /// Widens the analysis and filter docks back to their preferred widths where the

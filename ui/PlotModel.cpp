@@ -161,7 +161,6 @@ bool PlotModel::setObsColumn(const Column& column, const std::vector<std::string
         if (error) *error = problem.isEmpty() ? QStringLiteral("'%1' is no colouring").arg(QString::fromStdString(column.name)) : problem;
         return false;
     }
-    if (coloring.kind == ColorKind::Continuous) coloring.values.resize(static_cast<std::size_t>(m_num_cells), NAN);
     setColoring(QString::fromStdString(column.name), std::move(coloring));
     return true;
 }

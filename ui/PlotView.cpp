@@ -48,7 +48,8 @@ struct PlotView::Private {
     // ---- CPU data ----
     std::vector<float> positions;  // num_points * 2
     std::int64_t num_points = 0;
-    WorldRect bounds;
+    WorldRect bounds;      ///< every finite point
+    WorldRect fit_bounds;  ///< the bulk of the points (robust_extent): what the default view fits
     std::uint64_t data_generation = 0;
     std::shared_ptr<const std::vector<std::string>> names;
     QString hover_name;
@@ -65,6 +66,7 @@ struct PlotView::Private {
     // ---- view ----
     ViewTransform view;
     bool fit_pending = true;
+    bool fit_everything = false;  ///< the pending or last fit shows every point, not only the bulk
     double legend_reserved_px = 0.0;  ///< right strip kept free of points for the legend (last frame's width)
     QRectF legend_rect;               ///< the legend as drawn in the last frame (widget coordinates)
     QString empty_hint;  ///< shown on the canvas while there are no points
@@ -174,16 +176,8 @@ void PlotView::setPositions(std::vector<float> xy, FitPolicy fit) {
     d->positions = std::move(xy);
     d->num_points = count;
     ++d->data_generation;
-    WorldRect bounds{HUGE_VAL, HUGE_VAL, -HUGE_VAL, -HUGE_VAL};
-    for (std::int64_t cell = 0; cell < count; ++cell) {
-        const float x = d->positions[2 * cell], y = d->positions[2 * cell + 1];
-        if (!std::isfinite(x) || !std::isfinite(y)) continue;
-        bounds.min_x = std::min(bounds.min_x, double{x});
-        bounds.max_x = std::max(bounds.max_x, double{x});
-        bounds.min_y = std::min(bounds.min_y, double{y});
-        bounds.max_y = std::max(bounds.max_y, double{y});
-    }
-    d->bounds = bounds.empty() ? WorldRect{} : bounds;
+    d->bounds = point_bounds(d->positions);
+    d->fit_bounds = robust_extent(d->positions, d->bounds);
     d->grid_dirty = true;
     d->hovered = -1;
     if (!same_cells) {
@@ -195,6 +189,7 @@ void PlotView::setPositions(std::vector<float> xy, FitPolicy fit) {
     }
     if (fit == FitPolicy::Fit || (fit == FitPolicy::FitUnlessUserMoved && !d->user_moved)) {
         d->fit_pending = true;
+        if (fit == FitPolicy::Fit) d->fit_everything = false;
         d->user_moved = false;
     }
     markSceneDirty(true);
@@ -293,8 +288,12 @@ CellSet PlotView::cellsInWorldPolygon(std::span<const Vec2> polygon) const {
         d->grid.build(d->positions);
         d->grid_dirty = false;
     }
-    return d->grid.points_in_polygon(polygon, [this](std::int64_t cell) {
-        return static_cast<std::size_t>(cell) < d->model->attributes().size() && d->model->attributes()[cell].color.a != 0;
+    // Cells in the legend's strip are not drawn, so a gesture does not select them either.
+    const double plot_right = legendStrip() > 0.0 ? width() - legendStrip() : HUGE_VAL;
+    return d->grid.points_in_polygon(polygon, [this, plot_right](std::int64_t cell) {
+        if (static_cast<std::size_t>(cell) >= d->model->attributes().size() || d->model->attributes()[cell].color.a == 0)
+            return false;
+        return d->view.world_to_screen({d->positions[2 * cell], d->positions[2 * cell + 1]}).x < plot_right;
     });
 }
 
@@ -338,6 +337,15 @@ void PlotView::rebuildDrawOrder() {
 
 void PlotView::resetView() {
     d->fit_pending = true;
+    d->fit_everything = false;
+    d->user_moved = false;
+    markSceneDirty(false);
+    emit viewChanged();
+}
+
+void PlotView::fitAll() {
+    d->fit_pending = true;
+    d->fit_everything = true;
     d->user_moved = false;
     markSceneDirty(false);
     emit viewChanged();
@@ -355,6 +363,17 @@ void PlotView::setTransform(const ViewTransform& transform) {
 }
 
 bool PlotView::viewMovedByUser() const { return d->user_moved; }
+
+WorldRect PlotView::dataBounds() const { return d->bounds; }
+
+WorldRect PlotView::fitBounds() const { return d->bounds.empty() ? d->bounds : d->fit_bounds; }
+
+WorldRect PlotView::plotWorld() const {
+    WorldRect world = d->view.visible_world();
+    const double strip = std::clamp(legendStrip(), 0.0, static_cast<double>(d->view.width()) - 1.0);
+    world.max_x -= strip / d->view.pixels_per_unit();
+    return world;
+}
 
 void PlotView::setPointSize(float pixels) {
     d->point_size = std::clamp(pixels, 1.0f, 64.0f);
@@ -587,7 +606,7 @@ void PlotView::paintGL() {
     d->view.set_viewport(width(), height());
     if (d->fit_pending && !d->bounds.empty()) {
         // The legend sits to the right of the points, not over them.
-        d->view.fit_left_of(d->bounds, d->legend_reserved_px);
+        d->view.fit_left_of(d->fit_everything ? d->bounds : fitBounds(), d->legend_reserved_px);
         d->fit_pending = false;
         d->scene_dirty = true;
     }
@@ -924,6 +943,7 @@ void PlotView::keyPressEvent(QKeyEvent* event) {
     if (!d->overlay.wants_keyboard()) {
         switch (event->key()) {
             case Qt::Key_R: resetView(); break;
+            case Qt::Key_A: fitAll(); break;
             case Qt::Key_D:
                 setDensityMode(densityActive() ? DensityMode::Off : DensityMode::On);
                 break;

@@ -136,7 +136,8 @@ public:
     void setSelection(SharedCellSet cells);
     /// The highlighted cells (never null).
     SharedCellSet selection() const;
-    /// Visible cells inside a polygon in world units, ascending (from the spatial grid).
+    /// Visible cells inside a polygon in world units, ascending (from the spatial grid);
+    /// cells in the legend's strip (not drawn there) are not selected.
     CellSet cellsInWorldPolygon(std::span<const Vec2> polygon) const;
     /// Visible cells inside a polygon in widget coordinates.
     CellSet cellsInWidgetPolygon(const QPolygonF& polygon) const;
@@ -146,8 +147,20 @@ public:
     DrawOrder drawOrder() const;
 
     // ---- view -----------------------------------------------------------------------
-    /// Fits the view to the data.
+    /// Fits the view to the bulk of the points (fitBounds(): a few far outliers stay off
+    /// screen rather than squeezing the cloud into a corner); the default view, R or a
+    /// double click.
     void resetView();
+    /// Fits the view to every point (dataBounds()); A.
+    void fitAll();
+    /// Bounds of every finite point.
+    WorldRect dataBounds() const;
+    /// What resetView() fits: the 0.5-99.5 % quantiles per axis widened by 10 % of their
+    /// span (robust_extent), within dataBounds().
+    WorldRect fitBounds() const;
+    /// The world rectangle where cells are drawn: the visible world less the legend's
+    /// strip (what an exported figure frames).
+    WorldRect plotWorld() const;
     const ViewTransform& transform() const;
     void setTransform(const ViewTransform& transform);
     /// True once the user panned or zoomed (or setTransform chose the view) since the last fit.

@@ -2,12 +2,65 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
+#include <utility>
 
 namespace fathom::ui {
 
 WorldRect WorldRect::intersected(const WorldRect& other) const noexcept {
     return {std::max(min_x, other.min_x), std::max(min_y, other.min_y), std::min(max_x, other.max_x),
             std::min(max_y, other.max_y)};
+}
+
+WorldRect point_bounds(std::span<const float> xy) noexcept {
+    WorldRect bounds{HUGE_VAL, HUGE_VAL, -HUGE_VAL, -HUGE_VAL};
+    for (std::size_t point = 0; point + 1 < xy.size(); point += 2) {
+        const float x = xy[point], y = xy[point + 1];
+        if (!std::isfinite(x) || !std::isfinite(y)) continue;
+        bounds.min_x = std::min(bounds.min_x, double{x});
+        bounds.max_x = std::max(bounds.max_x, double{x});
+        bounds.min_y = std::min(bounds.min_y, double{y});
+        bounds.max_y = std::max(bounds.max_y, double{y});
+    }
+    return bounds.empty() ? WorldRect{} : bounds;
+}
+
+WorldRect robust_extent(std::span<const float> xy, const WorldRect& all, double tail, double margin_fraction,
+                        std::size_t max_sample) {
+    const std::size_t count = xy.size() / 2;
+    if (count == 0 || all.empty()) return all;
+    const std::size_t stride = std::max<std::size_t>(1, (count + std::max<std::size_t>(max_sample, 1) - 1) /
+                                                            std::max<std::size_t>(max_sample, 1));
+    std::vector<float> xs, ys;
+    xs.reserve(count / stride + 1);
+    ys.reserve(count / stride + 1);
+    for (std::size_t point = 0; point < count; point += stride) {
+        const float x = xy[2 * point], y = xy[2 * point + 1];
+        if (!std::isfinite(x) || !std::isfinite(y)) continue;
+        xs.push_back(x);
+        ys.push_back(y);
+    }
+    if (xs.empty()) return all;
+    tail = std::clamp(std::isfinite(tail) ? tail : 0.0, 0.0, 0.49);
+    const auto quantiles = [tail](std::vector<float>& values) {
+        const std::size_t last = values.size() - 1;
+        const auto low_index = static_cast<std::size_t>(std::floor(tail * static_cast<double>(last)));
+        const auto high_index = static_cast<std::size_t>(std::ceil((1.0 - tail) * static_cast<double>(last)));
+        std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(high_index), values.end());
+        const double high = values[high_index];
+        // Everything left of high_index is <= high: the low quantile lies there.
+        std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(low_index),
+                         values.begin() + static_cast<std::ptrdiff_t>(high_index) + 1);
+        return std::pair<double, double>{values[low_index], high};
+    };
+    const auto [low_x, high_x] = quantiles(xs);
+    const auto [low_y, high_y] = quantiles(ys);
+    if (!(high_x > low_x) || !(high_y > low_y)) return all;
+    const double margin = std::max(0.0, std::isfinite(margin_fraction) ? margin_fraction : 0.0);
+    const WorldRect bulk{low_x - margin * (high_x - low_x), low_y - margin * (high_y - low_y),
+                         high_x + margin * (high_x - low_x), high_y + margin * (high_y - low_y)};
+    const WorldRect clipped = bulk.intersected(all);
+    return clipped.empty() ? all : clipped;
 }
 
 void ViewTransform::set_viewport(int width_px, int height_px) noexcept {

@@ -6,6 +6,8 @@
 /// down (Qt's widget coordinates); world y points up (as in scanpy's embedding plots).
 /// The scale is isotropic: one world unit is the same number of pixels along x and y.
 #include <array>
+#include <cstddef>
+#include <span>
 
 namespace fathom::ui {
 
@@ -25,6 +27,19 @@ struct WorldRect {
     /// Intersection (empty when they do not overlap).
     WorldRect intersected(const WorldRect& other) const noexcept;
 };
+
+/// Bounds of the finite points of `xy` (x0, y0, x1, y1, ...); empty when there are none.
+WorldRect point_bounds(std::span<const float> xy) noexcept;
+
+/// The extent of the bulk of the points `xy` (x0, y0, x1, y1, ...; non-finite points are
+/// skipped), what the default view fits so that a few far outliers (small disconnected
+/// components of a UMAP) do not squeeze the cloud into a corner: per axis the `tail` and
+/// 1 - `tail` quantiles, widened on each side by `margin_fraction` of their span and clipped
+/// to `all` (the bounds of every point). The quantiles are read with nth_element from at
+/// most `max_sample` evenly strided points (no sort of all points). Returns `all` when the
+/// bulk has no extent along an axis or there are no points.
+WorldRect robust_extent(std::span<const float> xy, const WorldRect& all, double tail = 0.005,
+                        double margin_fraction = 0.1, std::size_t max_sample = 100000);
 
 /// The view of the plot: world point at the viewport centre, pixels per world unit and
 /// the viewport size in pixels.

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <QAction>
+#include <QApplication>
+#include <QMouseEvent>
 #include <QDockWidget>
 #include <QLabel>
 #include <QTest>
@@ -98,6 +100,23 @@ TEST(Friction, NoPointOfThePlotIsUnderTheLegend) {
     }
     ASSERT_GT(in_strip, 20) << "the pan did not move cells into the legend's strip";
     EXPECT_EQ(picked_in_strip, 0);
+    // A lasso or rectangle over the whole plot selects the cells drawn left of the strip,
+    // none of those in it.
+    const CellSet hits = plot->cellsInWidgetPolygon(QPolygonF(QRectF(0.0, 0.0, plot->width(), plot->height())));
+    const double plot_right = legend.left() - 8.0;  // the strip: the legend and its margins
+    std::int64_t drawn_left = 0, hit_in_strip = 0;
+    for (std::int64_t cell = 0; cell < plot->numPoints(); ++cell) {
+        const Vec2 screen = plot->transform().world_to_screen({xy[2 * cell], xy[2 * cell + 1]});
+        if (screen.y < 0.0 || screen.y >= plot->height() || screen.x < 0.0) continue;
+        drawn_left += screen.x < plot_right - 1.0;
+    }
+    for (const std::int64_t cell : hits) {
+        const Vec2 screen = plot->transform().world_to_screen({xy[2 * cell], xy[2 * cell + 1]});
+        hit_in_strip += screen.x >= plot_right + 1.0;
+    }
+    EXPECT_EQ(hit_in_strip, 0) << "cells under the legend selected";
+    EXPECT_GT(drawn_left, 20);
+    EXPECT_GE(static_cast<std::int64_t>(hits.size()), drawn_left) << "cells left of the strip not selected";
     const QImage frame = plot->grabFramebuffer();
     const double ratio = frame.devicePixelRatio();
     const Rgba8 background = plot->backgroundColor();
@@ -136,6 +155,51 @@ TEST(Friction, SmallWindowsKeepThePlotAndEnlargingRestoresTheDocks) {
         [&] { return analysis->width() >= analysis_width && filter->width() >= filter_width; }, std::chrono::seconds(5)))
         << "docks stayed squeezed: " << analysis->width() << " and " << filter->width();
     EXPECT_GE(plot->width(), 500);
+}
+
+// A dock narrowed by hand (a separator drag) keeps its width when the window grows; a
+// squeeze by a small window afterwards gives back the hand-set width, not the first one.
+TEST(Friction, ADockNarrowedByHandKeepsItsWidthWhenTheWindowGrows) {
+    MainWindow window(EngineConfig{}, false);
+    window.resize(1280, 800);
+    window.show();
+    ASSERT_TRUE(QTest::qWaitForWindowExposed(&window));
+    auto* analysis = window.findChild<QDockWidget*>(QStringLiteral("analysisDock"));
+    ASSERT_TRUE(analysis);
+    QTest::qWait(50);
+    const int first_width = analysis->width();
+    ASSERT_GE(first_width, 290);
+    // Drag the separator right of the analysis dock 50 px to the left.
+    const QPoint dock_right = analysis->mapTo(&window, QPoint(analysis->width(), analysis->height() / 2));
+    const QPoint central_left = window.centralWidget()->mapTo(&window, QPoint(0, 0));
+    const QPoint grip((dock_right.x() + central_left.x()) / 2, dock_right.y());
+    const auto send = [&](QEvent::Type type, QPoint at, Qt::MouseButton button, Qt::MouseButtons buttons) {
+        QMouseEvent event(type, QPointF(at), QPointF(window.mapToGlobal(at)), button, buttons, Qt::NoModifier);
+        QApplication::sendEvent(&window, &event);
+    };
+    send(QEvent::MouseMove, grip, Qt::NoButton, Qt::NoButton);
+    send(QEvent::MouseButtonPress, grip, Qt::LeftButton, Qt::LeftButton);
+    // The layout applies separator moves from a timer: let it run between moves.
+    send(QEvent::MouseMove, grip - QPoint(20, 0), Qt::NoButton, Qt::LeftButton);
+    QTest::qWait(60);
+    send(QEvent::MouseMove, grip - QPoint(50, 0), Qt::NoButton, Qt::LeftButton);
+    QTest::qWait(60);
+    send(QEvent::MouseButtonRelease, grip - QPoint(50, 0), Qt::LeftButton, Qt::NoButton);
+    QTest::qWait(50);
+    const int hand_width = analysis->width();
+    ASSERT_LT(hand_width, first_width - 30) << "the separator drag did not narrow the dock";
+    window.resize(1500, 900);
+    ASSERT_TRUE(test::process_events_until([&] { return window.width() > 1400; }, std::chrono::seconds(5)));
+    QTest::qWait(100);
+    EXPECT_NEAR(analysis->width(), hand_width, 2) << "the grown window changed the hand-set width";
+    // Squeezed by a small window, then grown again: back to the hand-set width.
+    window.resize(820, 560);
+    ASSERT_TRUE(test::process_events_until([&] { return window.width() < 1000; }, std::chrono::seconds(5)));
+    QTest::qWait(50);
+    window.resize(1500, 900);
+    EXPECT_TRUE(test::process_events_until([&] { return std::abs(analysis->width() - hand_width) <= 2; },
+                                           std::chrono::seconds(5)))
+        << analysis->width() << " instead of " << hand_width;
 }
 
 TEST(Friction, GeneSearchRulesOnceLongErrorsWrapAndUnsavedWorkIsKnown) {

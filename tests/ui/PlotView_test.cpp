@@ -11,6 +11,7 @@
 #include <array>
 #include <cmath>
 #include <random>
+#include <utility>
 
 #include "ui_test_support.hpp"
 
@@ -519,6 +520,46 @@ TEST_F(PlotViewTest, DragPansAndWheelZoomsAroundTheCursor) {
     view->resetView();
     view->grabFramebuffer();
     EXPECT_FALSE(view->viewMovedByUser());
+}
+
+TEST_F(PlotViewTest, DefaultViewFitsTheBulkAndFitAllShowsEveryCell) {
+    Blobs blobs = make_blobs(2000);
+    // A handful of far outliers (small disconnected UMAP components).
+    for (const auto& [x, y] : {std::pair{300.0f, 250.0f}, std::pair{-280.0f, 10.0f}, std::pair{5.0f, -260.0f}}) {
+        blobs.xy.push_back(x);
+        blobs.xy.push_back(y);
+        blobs.codes.push_back(0);
+    }
+    view->setPositions(blobs.xy);
+    view->setCategorical("cluster", blobs.codes, {"a", "b", "c"}, {k_red, k_green, k_blue});
+    for (int frame = 0; frame < 6; ++frame) grab_uploaded();  // the legend has its size, the view refitted beside it
+    const double plot_width = view->plotWorld().width() * view->transform().pixels_per_unit();
+    ASSERT_GT(plot_width, 150.0);
+    // The blobs span [-10, 10] x [0, 14] plus their spread: most of the plot's smaller side.
+    const Vec2 low = view->transform().world_to_screen({-10.0, 0.0});
+    const Vec2 high = view->transform().world_to_screen({10.0, 14.0});
+    EXPECT_GT(high.x - low.x, 0.6 * std::min(plot_width, double(view->height())));
+    EXPECT_LT(view->fitBounds().width(), 40.0);
+    EXPECT_GT(view->dataBounds().width(), 500.0);
+    const auto on_plot = [&](std::size_t cell) {
+        const WorldRect world = view->plotWorld();
+        const double x = blobs.xy[2 * cell], y = blobs.xy[2 * cell + 1];
+        return x >= world.min_x && x <= world.max_x && y >= world.min_y && y <= world.max_y;
+    };
+    EXPECT_FALSE(on_plot(blobs.codes.size() - 1)) << "an outlier stays off screen in the default view";
+
+    view->fitAll();
+    grab_uploaded();
+    for (std::size_t cell = 0; cell < blobs.codes.size(); ++cell) ASSERT_TRUE(on_plot(cell)) << cell;
+    EXPECT_FALSE(view->viewMovedByUser());
+    // A legend of another width keeps "fit all" (the refit shows every cell again).
+    view->setContinuous("value", std::vector<float>(blobs.codes.size(), 1.0f));
+    for (int frame = 0; frame < 6; ++frame) grab_uploaded();  // the auto-sized legend settles over frames
+    for (std::size_t cell = 0; cell < blobs.codes.size(); ++cell) ASSERT_TRUE(on_plot(cell)) << cell;
+
+    view->resetView();
+    grab_uploaded();
+    EXPECT_FALSE(on_plot(blobs.codes.size() - 1));
 }
 
 TEST_F(PlotViewTest, HoverReadoutNamesTheCellUnderTheCursor) {

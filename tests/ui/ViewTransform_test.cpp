@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <random>
+#include <utility>
+#include <vector>
 
 namespace fathom::ui {
 namespace {
@@ -97,6 +100,78 @@ TEST(ViewTransform, FitShowsTheWholeRectCenteredWithMargin) {
     EXPECT_GE(visible.max_x, bounds.max_x);
     EXPECT_LE(visible.min_y, bounds.min_y);
     EXPECT_GE(visible.max_y, bounds.max_y);
+}
+
+// A uniform 10 x 10 cloud of `count` points with `outliers` far away (small disconnected
+// components, as UMAP places them).
+std::vector<float> cloud_with_outliers(int count, bool outliers) {
+    std::mt19937 generator(11);
+    std::uniform_real_distribution<float> uniform(0.0f, 10.0f);
+    std::vector<float> xy;
+    for (int point = 0; point < count; ++point) {
+        xy.push_back(uniform(generator));
+        xy.push_back(uniform(generator));
+    }
+    if (outliers)
+        for (const auto& [x, y] : {std::pair{400.0f, 380.0f}, std::pair{-250.0f, 5.0f}, std::pair{6.0f, -300.0f},
+                                   std::pair{401.0f, 379.0f}, std::pair{-90.0f, 120.0f}}) {
+            xy.push_back(x);
+            xy.push_back(y);
+        }
+    return xy;
+}
+
+TEST(ViewTransform, RobustExtentFitsTheBulkAndTheBoundsContainEveryPoint) {
+    const std::vector<float> xy = cloud_with_outliers(20000, true);
+    const WorldRect all = point_bounds(xy);
+    EXPECT_DOUBLE_EQ(all.min_x, -250.0);
+    EXPECT_DOUBLE_EQ(all.max_x, 401.0);
+    EXPECT_DOUBLE_EQ(all.min_y, -300.0);
+    EXPECT_DOUBLE_EQ(all.max_y, 380.0);
+    // Sampled (every other point) as large embeddings are.
+    const WorldRect bulk = robust_extent(xy, all, 0.005, 0.1, 10000);
+    EXPECT_GT(bulk.min_x, -1.5);
+    EXPECT_LT(bulk.min_x, 0.5);
+    EXPECT_LT(bulk.max_x, 11.5);
+    EXPECT_GT(bulk.max_x, 9.5);
+    EXPECT_GT(bulk.min_y, -1.5);
+    EXPECT_LT(bulk.max_y, 11.5);
+
+    ViewTransform view;
+    view.set_viewport(800, 600);
+    view.fit_left_of(bulk, 150.0);
+    // The bulk spans most of the part left of the legend's strip.
+    const Vec2 low = view.world_to_screen({0.0, 0.0}), high = view.world_to_screen({10.0, 10.0});
+    EXPECT_GT(std::min(high.x - low.x, low.y - high.y), 0.75 * 600.0);
+    EXPECT_GE(low.x, 0.0);
+    EXPECT_LE(high.x, 800.0 - 150.0);
+
+    // "Fit all": every point on screen, left of the strip.
+    view.fit_left_of(all, 150.0);
+    for (std::size_t point = 0; point < xy.size() / 2; ++point) {
+        const Vec2 screen = view.world_to_screen({xy[2 * point], xy[2 * point + 1]});
+        EXPECT_TRUE(screen.x >= 0.0 && screen.x <= 650.0 && screen.y >= 0.0 && screen.y <= 600.0) << point;
+    }
+    const Vec2 squeezed_low = view.world_to_screen({0.0, 0.0}), squeezed_high = view.world_to_screen({10.0, 10.0});
+    EXPECT_LT(squeezed_high.x - squeezed_low.x, 0.05 * 600.0) << "the outliers squeeze the bulk when every point is fitted";
+}
+
+TEST(ViewTransform, RobustExtentOfACloudWithoutOutliersIsItsBounds) {
+    const std::vector<float> xy = cloud_with_outliers(20000, false);
+    const WorldRect all = point_bounds(xy);
+    const WorldRect bulk = robust_extent(xy, all);
+    EXPECT_DOUBLE_EQ(bulk.min_x, all.min_x);
+    EXPECT_DOUBLE_EQ(bulk.max_x, all.max_x);
+    EXPECT_DOUBLE_EQ(bulk.min_y, all.min_y);
+    EXPECT_DOUBLE_EQ(bulk.max_y, all.max_y);
+    // No points, non-finite points only, or one point: the bounds themselves.
+    EXPECT_TRUE(robust_extent({}, point_bounds({})).empty());
+    const std::vector<float> nan_only{NAN, 1.0f, 2.0f, INFINITY};
+    EXPECT_TRUE(point_bounds(nan_only).empty());
+    const std::vector<float> one{3.0f, 4.0f};
+    const WorldRect single = robust_extent(one, point_bounds(one));
+    EXPECT_DOUBLE_EQ(single.min_x, 3.0);
+    EXPECT_DOUBLE_EQ(single.max_y, 4.0);
 }
 
 TEST(ViewTransform, FitOfDegenerateBoundsStaysFinite) {
