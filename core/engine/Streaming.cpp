@@ -92,31 +92,9 @@ ShardStatistics read_statistics(ByteReader& in) {
     return part;
 }
 
-/// Removes the entries of the genes with dropped[g] = 1 (none when `dropped` is empty).
-void drop_gene_entries(CsrShard& rows, std::span<const std::uint8_t> dropped) {
-    if (dropped.empty()) return;
-    std::int64_t kept = 0;
-    for (std::int64_t row = 0; row < rows.num_rows(); ++row) {
-        const std::int64_t begin = rows.row_offsets[static_cast<std::size_t>(row)];
-        const std::int64_t end = rows.row_offsets[static_cast<std::size_t>(row) + 1];
-        rows.row_offsets[static_cast<std::size_t>(row)] = kept;
-        for (std::int64_t entry = begin; entry < end; ++entry) {
-            const auto gene = rows.gene_indices[static_cast<std::size_t>(entry)];
-            if (dropped[static_cast<std::size_t>(gene)]) continue;
-            rows.gene_indices[static_cast<std::size_t>(kept)] = gene;
-            rows.values[static_cast<std::size_t>(kept)] = rows.values[static_cast<std::size_t>(entry)];
-            ++kept;
-        }
-    }
-    rows.row_offsets.back() = kept;
-    rows.gene_indices.resize(static_cast<std::size_t>(kept));
-    rows.values.resize(static_cast<std::size_t>(kept));
-}
-
 /// One shard's rows [range.begin, range.end), read in blocks.
 ShardStatistics shard_statistics(io::RowSource& source, const RowRange& range, std::span<const std::uint8_t> mito_genes,
-                                 std::int64_t num_cells, JobContext& ctx, std::int64_t block_rows,
-                                 std::span<const std::uint8_t> dropped_genes) {
+                                 std::int64_t num_cells, JobContext& ctx, std::int64_t block_rows) {
     const auto num_genes = mito_genes.size();
     ShardStatistics part;
     part.gene_totals.assign(num_genes, 0.0);
@@ -128,7 +106,6 @@ ShardStatistics shard_statistics(io::RowSource& source, const RowRange& range, s
     std::int64_t begin = 0, end = 0;
     while (reader.next(rows_read, begin, end)) {
         ctx.checkpoint();
-        drop_gene_entries(rows_read, dropped_genes);
         // One block as a temporary CPU backend, so the statistics are the same
         // primitives (and the same arithmetic) as the in-memory path.
         CpuBackend block(std::move(rows_read), 0);
@@ -195,8 +172,7 @@ ShardLayout ShardLayout::over_ranks(std::span<const std::int64_t> row_offsets, i
 }
 
 StreamedStats stream_statistics(io::RowSource& source, std::span<const std::string> gene_names,
-                                const ShardLayout& layout, JobContext& ctx, std::int64_t block_rows,
-                                std::span<const std::uint8_t> dropped_genes) {
+                                const ShardLayout& layout, JobContext& ctx, std::int64_t block_rows) {
     const MatrixShape shape = source.shape();
     const auto num_genes = static_cast<std::size_t>(shape.num_genes);
     StreamedStats stats;
@@ -210,7 +186,7 @@ StreamedStats stream_statistics(io::RowSource& source, std::span<const std::stri
 
     std::vector<ShardStatistics> parts;
     for (const RowRange& range : layout.local())
-        parts.push_back(shard_statistics(source, range, qc.mito_genes, shape.num_cells, ctx, block_rows, dropped_genes));
+        parts.push_back(shard_statistics(source, range, qc.mito_genes, shape.num_cells, ctx, block_rows));
     if (layout.distributed()) {
         // Every rank's partials, in rank order = global shard order.
         ByteWriter out;
@@ -281,7 +257,7 @@ ShardSet stream_gene_block(io::RowSource& source, const NormalizeTotalOptions& n
 
 ShardSet stream_gene_block(io::RowSource& source, const NormalizeTotalOptions& normalization,
                            std::span<const std::uint8_t> keep, const ShardLayout& layout, JobContext& ctx,
-                           std::int64_t block_rows, std::span<const std::uint8_t> dropped_genes) {
+                           std::int64_t block_rows) {
     const MatrixShape shape = source.shape();
     std::int64_t kept_genes = 0;
     for (auto flag : keep) kept_genes += flag;
@@ -297,7 +273,6 @@ ShardSet stream_gene_block(io::RowSource& source, const NormalizeTotalOptions& n
         while (reader.next(rows, begin, end)) {
             ctx.checkpoint();
             rows.row_begin = 0;  // a one-shard set of its own
-            drop_gene_entries(rows, dropped_genes);
             std::vector<std::unique_ptr<Backend>> one;
             one.push_back(std::make_unique<CpuBackend>(std::move(rows), 0));
             ShardSet block(std::move(one), shape.num_genes);
