@@ -200,38 +200,20 @@ PipelineSettings other_qc_thresholds(const PreprocessOptions& options) {
 /// filter_genes(min_counts=1), then the moments of normalize_total's output
 /// (target = median of the non-zero totals) as target * sum(x / total) — the same
 /// quantities the in-memory path computes, up to float32 rounding of the scaled values.
-/// Non-integer X: when filter_genes removes genes that have values (totals in (0, 1)),
-/// the per-cell totals after the filter differ from the first pass's, so the statistics
-/// are read again without those genes (one more pass over the file).
-PreprocessResult run_streamed_preprocess(const LoadedData& data, const PreprocessOptions& options, JobContext& ctx) {
+PreprocessResult run_streamed_preprocess(const LoadedData& data, const PreprocessOptions& options) {
     if (options.recipe != Recipe::Zheng17 || options.min_counts_per_cell > 0.0 ||
         has_qc_thresholds(other_qc_thresholds(options)))
         throw std::invalid_argument("recipe: datasets streamed from their file (larger than the memory budget) "
                                     "support recipe zheng17 without QC cell filters (min/max counts, min/max genes, "
                                     "max_pct_counts_mt) only");
-    PreprocessResult out;
     // The first pass's totals are over every gene; filter_genes(min_counts=1) removes
-    // genes with values when X is not integer (a total in (0, 1)), and the totals after
-    // the filter are then smaller: a pass without those genes gives them.
-    std::optional<StreamedStats> without_dropped;
-    if (!options.integer_counts) {
-        const auto& qc = data.streamed_stats.qc;
-        std::vector<std::uint8_t> dropped(qc.gene_total_counts.size(), 0);
-        bool any = false;
-        for (std::size_t gene = 0; gene < dropped.size(); ++gene)
-            if (qc.gene_total_counts[gene] < 1.0 && qc.n_cells_by_counts[gene] > 0) {
-                dropped[gene] = 1;
-                any = true;
-            }
-        if (any) {
-            // The packed rows of the first pass when held, else the file again.
-            const std::unique_ptr<io::RowSource> source = matrix_rows(data);
-            without_dropped = stream_statistics(*source, data.meta.var.index(), data.stream_layout, ctx,
-                                                k_stream_block_rows, 0, dropped);
-            out.streamed_dropped = std::move(dropped);
-        }
-    }
-    const auto& stats = without_dropped ? *without_dropped : data.streamed_stats;
+    // genes with counts when X is not integer, and the totals would then differ.
+    if (!options.integer_counts)
+        throw std::invalid_argument("recipe: X holds non-integer values, and a dataset streamed from its file "
+                                    "(larger than the memory budget) runs recipe zheng17 on integer counts only: "
+                                    "raise --memory-budget to load it");
+    PreprocessResult out;
+    const auto& stats = data.streamed_stats;
     const auto num_cells = static_cast<double>(data.meta.shape.num_cells);
     // normalize_total's target: the median of the non-zero totals (float32 unless X is
     // an integer array, see Zheng17Options::integer_dtype).
@@ -250,7 +232,7 @@ PreprocessResult run_streamed_preprocess(const LoadedData& data, const Preproces
     out.streamed_target = target;
     out.kept_cells = iota_rows(data.meta.shape.num_cells);
     for (std::size_t gene = 0; gene < stats.qc.gene_total_counts.size(); ++gene) {
-        if (data.streamed_stats.qc.gene_total_counts[gene] < 1.0) continue;  // filter_genes on the raw totals
+        if (stats.qc.gene_total_counts[gene] < 1.0) continue;
         out.kept_genes.push_back(static_cast<std::int64_t>(gene));
         const double sum = target * stats.sum_inverse_total[gene];
         const double sum_squares = target * target * stats.sum_squares_inverse_total[gene];
@@ -265,7 +247,7 @@ PreprocessResult run_streamed_preprocess(const LoadedData& data, const Preproces
 /// normalisation).
 PreprocessResult run_preprocess(const LoadedData& data, const PreprocessOptions& options, std::int64_t num_top_genes,
                                 JobContext& ctx) {
-    if (data.streamed) return run_streamed_preprocess(data, options, ctx);
+    if (data.streamed) return run_streamed_preprocess(data, options);
     PreprocessResult out;
     ShardSet shards;
     std::vector<std::int64_t> cells = iota_rows(data.raw.num_cells());
@@ -391,8 +373,7 @@ ScaleStepResult run_scale(const LoadedData& data, const PreprocessResult& pre, c
         NormalizeTotalOptions normalization;
         normalization.target_sum = pre.streamed_target;
         normalization.integer_dtype = options.integer_dtype;
-        ShardSet block = stream_gene_block(*source, normalization, keep, data.stream_layout, ctx,
-                                           k_stream_block_rows, pre.streamed_dropped);
+        ShardSet block = stream_gene_block(*source, normalization, keep, data.stream_layout, ctx);
         out.scaling = zheng17_finish(block, zheng17, ctx).scaling;
         out.hvg_block = std::move(block);
         out.block_cells = pre.kept_cells;

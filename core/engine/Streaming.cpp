@@ -95,27 +95,6 @@ ShardStatistics read_statistics(ByteReader& in) {
     return part;
 }
 
-/// Removes the entries of the genes with dropped[g] = 1 (none when `dropped` is empty).
-void drop_gene_entries(CsrShard& rows, std::span<const std::uint8_t> dropped) {
-    if (dropped.empty()) return;
-    std::int64_t kept = 0;
-    for (std::int64_t row = 0; row < rows.num_rows(); ++row) {
-        const std::int64_t begin = rows.row_offsets[static_cast<std::size_t>(row)];
-        const std::int64_t end = rows.row_offsets[static_cast<std::size_t>(row) + 1];
-        rows.row_offsets[static_cast<std::size_t>(row)] = kept;
-        for (std::int64_t entry = begin; entry < end; ++entry) {
-            const auto gene = rows.gene_indices[static_cast<std::size_t>(entry)];
-            if (dropped[static_cast<std::size_t>(gene)]) continue;
-            rows.gene_indices[static_cast<std::size_t>(kept)] = gene;
-            rows.values[static_cast<std::size_t>(kept)] = rows.values[static_cast<std::size_t>(entry)];
-            ++kept;
-        }
-    }
-    rows.row_offsets.back() = kept;
-    rows.gene_indices.resize(static_cast<std::size_t>(kept));
-    rows.values.resize(static_cast<std::size_t>(kept));
-}
-
 /// Pass 1's packed copy of the rows read, while it fits its budget.
 struct PackedKeeper {
     std::shared_ptr<PackedMatrix> matrix;  ///< null: not kept (not asked, or over budget)
@@ -131,8 +110,7 @@ struct PackedKeeper {
 
 /// One shard's rows [range.begin, range.end), read in blocks.
 ShardStatistics shard_statistics(io::RowSource& source, const RowRange& range, std::span<const std::uint8_t> mito_genes,
-                                 std::int64_t num_cells, JobContext& ctx, std::int64_t block_rows,
-                                 std::span<const std::uint8_t> dropped_genes, PackedKeeper& keeper) {
+                                 std::int64_t num_cells, JobContext& ctx, std::int64_t block_rows, PackedKeeper& keeper) {
     const auto num_genes = mito_genes.size();
     ShardStatistics part;
     part.gene_totals.assign(num_genes, 0.0);
@@ -144,8 +122,6 @@ ShardStatistics shard_statistics(io::RowSource& source, const RowRange& range, s
     std::int64_t begin = 0, end = 0;
     while (reader.next(rows_read, begin, end)) {
         ctx.checkpoint();
-        keeper.add(rows_read);  // X as read (before any gene is dropped): exports decode it
-        drop_gene_entries(rows_read, dropped_genes);
         // One block as a temporary CPU backend, so the statistics are the same
         // primitives (and the same arithmetic) as the in-memory path.
         CpuBackend block(std::move(rows_read), 0);
@@ -178,6 +154,7 @@ ShardStatistics shard_statistics(io::RowSource& source, const RowRange& range, s
                 },
                 [](bool left, bool right) { return left && right; });
         }
+        keeper.add(block.shard());
         ctx.report(static_cast<double>(end) / static_cast<double>(std::max<std::int64_t>(1, num_cells)));
     }
     return part;
@@ -216,7 +193,7 @@ ShardLayout ShardLayout::over_ranks(std::span<const std::int64_t> row_offsets, i
 
 StreamedStats stream_statistics(io::RowSource& source, std::span<const std::string> gene_names,
                                 const ShardLayout& layout, JobContext& ctx, std::int64_t block_rows,
-                                std::int64_t keep_budget_bytes, std::span<const std::uint8_t> dropped_genes) {
+                                std::int64_t keep_budget_bytes) {
     const MatrixShape shape = source.shape();
     const auto num_genes = static_cast<std::size_t>(shape.num_genes);
     StreamedStats stats;
@@ -233,7 +210,7 @@ StreamedStats stream_statistics(io::RowSource& source, std::span<const std::stri
     if (keep_budget_bytes > 0) keeper.matrix = std::make_shared<PackedMatrix>(shape);
     std::vector<ShardStatistics> parts;
     for (const RowRange& range : layout.local())
-        parts.push_back(shard_statistics(source, range, qc.mito_genes, shape.num_cells, ctx, block_rows, dropped_genes, keeper));
+        parts.push_back(shard_statistics(source, range, qc.mito_genes, shape.num_cells, ctx, block_rows, keeper));
     stats.packed = std::move(keeper.matrix);
     stats.packed_bytes = keeper.bytes;
     if (layout.distributed()) {
@@ -306,7 +283,7 @@ ShardSet stream_gene_block(io::RowSource& source, const NormalizeTotalOptions& n
 
 ShardSet stream_gene_block(io::RowSource& source, const NormalizeTotalOptions& normalization,
                            std::span<const std::uint8_t> keep, const ShardLayout& layout, JobContext& ctx,
-                           std::int64_t block_rows, std::span<const std::uint8_t> dropped_genes) {
+                           std::int64_t block_rows) {
     const MatrixShape shape = source.shape();
     std::int64_t kept_genes = 0;
     for (auto flag : keep) kept_genes += flag;
@@ -322,7 +299,6 @@ ShardSet stream_gene_block(io::RowSource& source, const NormalizeTotalOptions& n
         while (reader.next(rows, begin, end)) {
             ctx.checkpoint();
             rows.row_begin = 0;  // a one-shard set of its own
-            drop_gene_entries(rows, dropped_genes);
             std::vector<std::unique_ptr<Backend>> one;
             one.push_back(std::make_unique<CpuBackend>(std::move(rows), 0));
             ShardSet block(std::move(one), shape.num_genes);

@@ -118,52 +118,5 @@ TEST(NonIntegerRecipes, RunAsScanpyWithAWarning) {
     }
 }
 
-// Streamed from the file (--memory-budget -1), the same non-integer X runs Zheng17 as the
-// loaded one does: the warning, Scanpy's HVG set (filter_genes removes genes whose values
-// sum below 1, and the per-cell totals are then over the genes kept: a second pass), the
-// same variance ratios and the totals over the genes kept in obs n_counts_all.
-TEST(NonIntegerRecipes, StreamedZheng17AsTheLoadedRun) {
-    FATHOM_REQUIRE_PYTHON("anndata", "pandas", "scipy");
-    FATHOM_REQUIRE_PATH(yeast_input());
-    const auto folder = test::temp_dir("noninteger-streamed");
-    const auto fixture = folder / "yeast_noninteger.h5ad";
-    const auto expected = scanpy_mirror(folder, fixture.string())["zheng17"];
-    PipelineSettings settings;
-    settings.recipe = Recipe::Zheng17;
-    settings.num_top_genes = 1000;
-    settings.run_neighbors = settings.run_umap = settings.run_leiden = settings.run_markers = false;
-
-    EngineConfig config{"cpu:3"};
-    config.memory_budget_bytes = -1;  // always stream
-    Engine streamed(config);
-    ASSERT_EQ(test::finish(streamed.open(fixture.string())).state, JobState::Succeeded);
-    const auto ran = test::finish(streamed.run(settings), std::chrono::seconds(300));
-    ASSERT_EQ(ran.state, JobState::Succeeded) << ran.message;
-    const auto snapshot = streamed.snapshot();
-    EXPECT_TRUE(snapshot->dataset->streamed);
-    EXPECT_FALSE(snapshot->dataset->integer_counts);
-    ASSERT_EQ(snapshot->warnings.size(), 1u);
-    EXPECT_EQ(snapshot->warnings[0].rfind("X holds non-integer values: Zheng17 expects raw counts", 0), 0u)
-        << snapshot->warnings[0];
-    EXPECT_EQ(hvg_names(*snapshot), expected["hvg_names"].get<std::vector<std::string>>());
-    const auto ratios = expected["variance_ratio"].get<std::vector<double>>();
-    const auto ours = exported_variance_ratio(streamed, folder / "streamed.h5ad");
-    ASSERT_EQ(ours.size(), ratios.size());
-    for (std::size_t component = 0; component < ratios.size(); ++component)
-        EXPECT_NEAR(ours[component], ratios[component], 1e-5 * ratios[component]) << component;
-
-    // The loaded run's per-cell totals after filter_genes, bit for bit.
-    Engine loaded(EngineConfig{"cpu:3"});
-    ASSERT_EQ(test::finish(loaded.open(fixture.string())).state, JobState::Succeeded);
-    ASSERT_EQ(test::finish(loaded.run(settings), std::chrono::seconds(300)).state, JobState::Succeeded);
-    const auto* streamed_column = snapshot->obs->find("n_counts_all");
-    const auto* loaded_column = loaded.snapshot()->obs->find("n_counts_all");
-    ASSERT_TRUE(streamed_column && loaded_column);
-    const auto* streamed_totals = std::get_if<FloatColumn>(&streamed_column->data);
-    const auto* loaded_totals = std::get_if<FloatColumn>(&loaded_column->data);
-    ASSERT_TRUE(streamed_totals && loaded_totals);
-    EXPECT_EQ(streamed_totals->values, loaded_totals->values);
-}
-
 }  // namespace
 }  // namespace fathom

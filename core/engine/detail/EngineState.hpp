@@ -126,10 +126,6 @@ struct PreprocessResult {
     std::vector<double> streamed_means;          ///< out-of-core: normalised mean per kept gene
     double streamed_target = 0.0;                ///< out-of-core: normalize_total's target
     std::vector<double> streamed_variances;      ///< out-of-core: normalised variance (ddof=1) per kept gene
-    /// Out-of-core, non-integer X: 1 per gene filter_genes removed that has values (their
-    /// values leave the per-cell totals; the second pass leaves them out too). Empty when
-    /// no removed gene has a value (the first pass's totals are then exact).
-    std::vector<std::uint8_t> streamed_dropped;
 };
 
 /// Options of the gene selection: the recipe's HvgOptions with n_top_genes (unset = every gene).

@@ -72,14 +72,9 @@ struct ShardLayout {
 /// (StreamedStats::packed) while the packed bytes stay within it; once they pass it the
 /// packed rows are dropped and the rest are not packed (each rank decides for its own
 /// rows: the later passes give the same bits either way).
-/// With `dropped_genes` (1 per gene to leave out; empty = none), every statistic is that
-/// of the matrix without those genes: Zheng17's filter_genes(min_counts=1) removes genes
-/// whose non-integer values sum below 1, and the per-cell totals (and the moments that
-/// divide by them) are then over the genes kept, as scanpy computes them after the filter.
 StreamedStats stream_statistics(io::RowSource& source, std::span<const std::string> gene_names,
                                 const ShardLayout& layout, JobContext& ctx,
-                                std::int64_t block_rows = k_stream_block_rows, std::int64_t keep_budget_bytes = 0,
-                                std::span<const std::uint8_t> dropped_genes = {});
+                                std::int64_t block_rows = k_stream_block_rows, std::int64_t keep_budget_bytes = 0);
 /// Pass 1 over the whole matrix as one shard.
 StreamedStats stream_statistics(io::RowSource& source, std::span<const std::string> gene_names, JobContext& ctx,
                                 std::int64_t block_rows = k_stream_block_rows);
@@ -88,12 +83,9 @@ StreamedStats stream_statistics(io::RowSource& source, std::span<const std::stri
 /// per-cell factors the in-memory path applies to the whole matrix — then cut to the
 /// columns with keep[g] = 1, as this process's shards of `layout` (CPU backends; a
 /// distributed set over the ranks when `layout` is); reads those rows of `source` once.
-/// The genes of `dropped_genes` (as in stream_statistics) are left out before
-/// normalising, so that the per-cell totals are over the genes kept.
 ShardSet stream_gene_block(io::RowSource& source, const NormalizeTotalOptions& normalization,
                            std::span<const std::uint8_t> keep, const ShardLayout& layout, JobContext& ctx,
-                           std::int64_t block_rows = k_stream_block_rows,
-                           std::span<const std::uint8_t> dropped_genes = {});
+                           std::int64_t block_rows = k_stream_block_rows);
 /// Pass 2 on one process, one shard per entry of `ranges`.
 ShardSet stream_gene_block(io::RowSource& source, const NormalizeTotalOptions& normalization,
                            std::span<const std::uint8_t> keep, const std::vector<RowRange>& ranges, JobContext& ctx,

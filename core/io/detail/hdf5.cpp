@@ -150,6 +150,7 @@ struct RawFile {
     bool read(std::uint64_t address, std::size_t length, unsigned char* out) const {
         const std::uint64_t at = base + address;
         if (at < address || at > size || length > size - at) return false;
+        if (length == 0) return true;  // `out` may be null then (an empty vector's data())
         if (image) {
             std::memcpy(out, image + at, length);
             return true;
