@@ -36,8 +36,7 @@ std::vector<float> read_cell_slab(const h5::File& file, const std::string& objec
     const auto count = cell_end - cell_begin;
     std::vector<float> values(static_cast<std::size_t>(num_genes * count));
     if (values.empty()) return values;
-    h5::Handle dataset(H5Dopen2(file.id(), object.c_str(), H5P_DEFAULT), H5Dclose);
-    if (!dataset) file.fail(object, "cannot be opened as a dataset");
+    const h5::Handle dataset = file.open_dataset(object);  // with its storage checks
     h5::Handle space(H5Dget_space(dataset.get()), H5Sclose);
     const hsize_t start[2] = {0, static_cast<hsize_t>(cell_begin)};
     const hsize_t extent[2] = {static_cast<hsize_t>(num_genes), static_cast<hsize_t>(count)};

@@ -164,6 +164,31 @@ open(path, "wb").write(bytes(raw))
     EXPECT_NE(message.find(path.string()), std::string::npos) << message;
 }
 
+TEST_F(HostileFiles, ChunkLargerThanAFixedDimensionIsRefusedBeforeLibhdf5ReadsPastItsBuffer) {
+    // A loom matrix whose layout message declares 48-row chunks for 24 fixed rows (found
+    // by fuzz_loom: libhdf5 1.10 reads such a dataset past its buffers).
+    const auto path = file("chunk-beyond-extent.loom");
+    write_with_python(path, R"PY(
+import struct
+with h5py.File(path, "w") as f:
+    f.attrs["LOOM_SPEC_VERSION"] = "3.0.0"
+    f.create_dataset("matrix", data=np.arange(24 * 18, dtype=np.float32).reshape(24, 18), chunks=(12, 9))
+    f.create_group("layers")
+    f["row_attrs/Gene"] = np.array([b"g%d" % g for g in range(24)])
+    f["col_attrs/CellID"] = np.array([b"c%d" % c for c in range(18)])
+    f.create_group("row_graphs")
+    f.create_group("col_graphs")
+data = bytearray(open(path, "rb").read())
+old, new = struct.pack("<III", 12, 9, 4), struct.pack("<III", 48, 9, 4)
+assert data.count(old) == 1, data.count(old)
+data = data.replace(old, new)
+open(path, "wb").write(bytes(data))
+)PY");
+    const std::string message = refusal<io::FormatError>(path);
+    EXPECT_NE(message.find("chunk dimension 0 is 48 for a fixed extent of 24"), std::string::npos) << message;
+    EXPECT_NE(message.find("matrix"), std::string::npos) << message;
+}
+
 TEST_F(HostileFiles, CompactStorageSmallerThanItsElementsIsRefused) {
     // A compact dataset whose layout message says 0 bytes for 2 int32: libhdf5 1.10
     // copied from a null buffer (found by fuzz_10x).

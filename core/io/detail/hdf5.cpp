@@ -760,6 +760,22 @@ Handle File::open_dataset(const std::string& object) const {
                                  " bytes): truncated or corrupt file");
         }
     }
+    // Chunks larger than a fixed dimension: libhdf5 refuses to create such a dataset but
+    // 1.10 reads one (a fuzzed loom matrix) past its buffers.
+    if (layout == H5D_CHUNKED) {
+        Handle space(H5Dget_space(id), H5Sclose);
+        const int rank = space ? H5Sget_simple_extent_ndims(space.get()) : -1;
+        if (rank < 0 || rank > 32) fail(object, "dataspace cannot be read");
+        std::vector<hsize_t> dims(static_cast<std::size_t>(rank)), maximum(static_cast<std::size_t>(rank)),
+            chunk(static_cast<std::size_t>(rank));
+        if (rank > 0 && (H5Sget_simple_extent_dims(space.get(), dims.data(), maximum.data()) < 0 ||
+                         H5Pget_chunk(create.get(), rank, chunk.data()) != rank))
+            fail(object, "chunk layout does not match its " + std::to_string(rank) + "-dimensional dataspace (corrupt file)");
+        for (std::size_t axis = 0; axis < chunk.size(); ++axis)
+            if (chunk[axis] == 0 || (maximum[axis] != H5S_UNLIMITED && chunk[axis] > maximum[axis]))
+                fail(object, "chunk dimension " + std::to_string(axis) + " is " + std::to_string(chunk[axis]) +
+                                 " for a fixed extent of " + std::to_string(maximum[axis]) + " (corrupt file)");
+    }
     return dataset;
 }
 
