@@ -157,9 +157,13 @@ public:
     /// FormatError for this file.
     [[noreturn]] void fail(const std::string& object, const std::string& problem) const;
 
+    /// The dataset, after the checks libhdf5 1.10 does not make before reading it
+    /// (virtual or external storage, stored bytes against the elements, chunks beyond a
+    /// fixed dimension); FormatError naming it otherwise.
+    Handle open_dataset(const std::string& object) const;
+
 private:
     File(std::string path, Handle file) : m_path(std::move(path)), m_file(std::move(file)) {}
-    Handle open_dataset(const std::string& object) const;
     Handle open_object(const std::string& object) const;
     void read_into(const std::string& object, hid_t memory_type, void* buffer, std::int64_t offset,
                    std::int64_t count) const;
