@@ -37,6 +37,18 @@ constexpr double k_auto_density_points_per_pixel = 0.25;
 constexpr int k_density_refresh_ms = 150;
 // A lasso records a new vertex once the pointer moved this far (pixels).
 constexpr double k_lasso_step_px = 2.0;
+/// `text` shortened (ending "..") so that the current ImGui font draws it at most `width`
+/// px wide; unchanged when it fits.
+std::string elide_to_width(std::string text, float width) {
+    if (ImGui::CalcTextSize(text.c_str()).x <= width) return text;
+    while (!text.empty()) {
+        text.pop_back();
+        while (!text.empty() && (static_cast<unsigned char>(text.back()) & 0xC0) == 0x80) text.pop_back();
+        if (ImGui::CalcTextSize((text + "..").c_str()).x <= width) break;
+    }
+    return text + "..";
+}
+
 /// Content width of the colour bar's legend (bar, tick labels, range controls), px.
 constexpr float k_color_bar_legend_width = 84.0f;
 
@@ -73,6 +85,7 @@ struct PlotView::Private {
     bool fit_everything = false;  ///< the pending or last fit shows every point, not only the bulk
     double legend_reserved_px = 0.0;  ///< right strip kept free of points for the legend (last frame's width)
     QRectF legend_rect;               ///< the legend as drawn in the last frame (widget coordinates)
+    QRectF stats_rect;                ///< the stats text (bottom left) as drawn in the last frame
     QString empty_hint;  ///< shown on the canvas while there are no points
     bool user_moved = false;
     float point_size = 3.0f;
@@ -501,6 +514,8 @@ std::int64_t PlotView::pickCell(QPointF position, double radius_px) const {
 
 QRectF PlotView::legendRect() const { return d->legend_rect; }
 
+QRectF PlotView::statsRect() const { return d->num_points > 0 ? d->stats_rect : QRectF(); }
+
 double PlotView::legendStrip() const { return d->overlay_visible ? d->legend_reserved_px : 0.0; }
 
 QRectF PlotView::legendEntryRect(int category) const {
@@ -716,21 +731,24 @@ void PlotView::buildOverlay() {
             const bool settling = ImGui::IsWindowAppearing();
             if (settling) update();
             {
-                std::string title = d->model->colorName().toStdString();
-                if (d->model->colorKind() != ColorKind::Categorical) {
-                    // The colour bar's legend is narrow: a long name is elided to its width.
-                    while (title.size() > 1 && ImGui::CalcTextSize(title.c_str()).x > k_color_bar_legend_width) {
-                        title.pop_back();
-                        while (!title.empty() && (static_cast<unsigned char>(title.back()) & 0xC0) == 0x80) title.pop_back();
-                        if (ImGui::CalcTextSize((title + "..").c_str()).x <= k_color_bar_legend_width) {
-                            title += "..";
-                            break;
-                        }
+                const std::string name = d->model->colorName().toStdString();
+                if (d->model->colorKind() == ColorKind::Categorical) {
+                    ImGui::TextUnformatted(name.c_str());
+                } else {
+                    // The colour bar's legend is narrow: the gene or column on its own line
+                    // (elided when too long, the full name on hover), then what follows it
+                    // (the value layer, "(log-normalised counts)") wrapped to the bar's width.
+                    const std::size_t split = name.find(" (");
+                    const std::string head = name.substr(0, split);
+                    const std::string shown = elide_to_width(head, k_color_bar_legend_width);
+                    ImGui::TextUnformatted(shown.c_str());
+                    if (shown != head && ImGui::IsItemHovered()) ImGui::SetTooltip("%s", name.c_str());
+                    if (split != std::string::npos) {
+                        ImGui::PushTextWrapPos(ImGui::GetCursorPosX() + k_color_bar_legend_width);
+                        ImGui::TextUnformatted(name.c_str() + split + 1);
+                        ImGui::PopTextWrapPos();
                     }
                 }
-                ImGui::TextUnformatted(title.c_str());
-                if (title != d->model->colorName().toStdString() && ImGui::IsItemHovered())
-                    ImGui::SetTooltip("%s", d->model->colorName().toUtf8().constData());
             }
             ImGui::Separator();
             if (d->model->colorKind() == ColorKind::Categorical) {
@@ -835,18 +853,29 @@ void PlotView::buildOverlay() {
 
     // Frame time and visible points (nothing while there are no points).
     if (d->num_points > 0) {
+        // Inside the plot area left of the legend's strip: a line too long for it is elided,
+        // so the text never runs under the legend.
+        const float padding = ImGui::GetStyle().WindowPadding.x;
+        const float text_width =
+            std::max(24.0f, display.x - static_cast<float>(legendStrip()) - 2.0f * margin - 2.0f * padding);
         ImGui::SetNextWindowPos(ImVec2(margin, display.y - margin), ImGuiCond_Always, ImVec2(0.0f, 1.0f));
         ImGui::SetNextWindowBgAlpha(0.65f);
         if (ImGui::Begin("##stats", nullptr, flags | ImGuiWindowFlags_NoInputs)) {
+            const auto line = [&](const char* format, auto... args) {
+                char text[256];
+                std::snprintf(text, sizeof text, format, args...);
+                ImGui::TextUnformatted(elide_to_width(text, text_width).c_str());
+            };
             const PlotStats& stats = d->renderer.stats();
             const double frame_ms = stats.frame_interval_ms > 0.0 ? stats.frame_interval_ms : stats.last_paint_ms;
-            ImGui::Text("%s / %s cells  |  frame %.1f ms  |  %s", format_count(d->model->visibleCount()).toUtf8().constData(),
-                        format_count(d->num_points).toUtf8().constData(), frame_ms,
-                        densityActive() ? "density" : "points");
+            line("%s / %s cells  |  frame %.1f ms  |  %s", format_count(d->model->visibleCount()).toUtf8().constData(),
+                 format_count(d->num_points).toUtf8().constData(), frame_ms, densityActive() ? "density" : "points");
             if (!d->model->selection()->empty())
-                ImGui::Text("%s selected", format_count(static_cast<std::int64_t>(d->model->selection()->size())).toUtf8().constData());
+                line("%s selected", format_count(static_cast<std::int64_t>(d->model->selection()->size())).toUtf8().constData());
             if (const std::int64_t uploaded = d->renderer.uploaded(d->data_generation); uploaded < d->num_points)
-                ImGui::Text("uploading %.0f%%", 100.0 * static_cast<double>(uploaded) / std::max<std::int64_t>(1, d->num_points));
+                line("uploading %.0f%%", 100.0 * static_cast<double>(uploaded) / std::max<std::int64_t>(1, d->num_points));
+            const ImVec2 position = ImGui::GetWindowPos(), extent = ImGui::GetWindowSize();
+            d->stats_rect = QRectF(position.x, position.y, extent.x, extent.y);
         }
         ImGui::End();
     }

@@ -210,6 +210,9 @@ public:
     QRectF legendRect() const;
     /// Width of the strip on the right that the legend keeps free of cells (0 without one).
     double legendStrip() const;
+    /// The stats text (cells, frame time; bottom left) as drawn in the last frame; empty when
+    /// none. It stays left of legendStrip(), its lines elided when too long.
+    QRectF statsRect() const;
     const Stats& stats() const;
     /// Renders one frame synchronously into the widget's framebuffer and waits for the GL
     /// to finish it; `redraw_scene` forces the point/density layer to be redrawn as a view

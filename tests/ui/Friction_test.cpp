@@ -201,6 +201,50 @@ TEST(Friction, AColourBarKeepsOnlyANarrowStripFreeOfCells) {
     EXPECT_EQ(drawn, 0) << "cells drawn in the colour bar's strip";
 }
 
+// The stats text (cells, frame time) at the bottom left stays in the plot area left of the
+// legend's strip: beside bulk_labels' long names (a wide legend) on the default window's
+// plot, its line is elided rather than run under the legend.
+TEST(Friction, StatsTextStaysLeftOfTheLegend) {
+    FATHOM_REQUIRE_GL();
+    const auto path = test::shared_data("scanpy_pbmc68k_reduced/10x_pbmc68k_reduced.h5ad");
+    FATHOM_REQUIRE_PATH(path);
+    MainWindow window(EngineConfig{}, false);
+    window.resize(1280, 800);
+    window.show();
+    ASSERT_TRUE(QTest::qWaitForWindowExposed(&window));
+    bool opened = false;
+    QObject::connect(&window, &MainWindow::datasetOpened, [&](bool ok, const QString&, int) { opened = ok; });
+    window.openFile(QString::fromStdString(path.string()));
+    ASSERT_TRUE(test::process_events_until([&] { return opened; }, std::chrono::seconds(60)));
+    PlotView* plot = window.plotView();
+    // Uncoloured, the stats line has the whole width: note how wide it is.
+    ASSERT_TRUE(test::process_events_until(
+        [&] {
+            plot->grabFramebuffer();
+            // An auto-sized window takes its size over its first frames.
+            return plot->statsRect().width() > 150.0;
+        },
+        std::chrono::seconds(20)))
+        << plot->statsRect().width();
+    const double full_width = plot->statsRect().width();
+    ASSERT_TRUE(window.colorBy(QStringLiteral("bulk_labels")));
+    const auto inside = [&] {
+        const QRectF stats = plot->statsRect();
+        return !stats.isEmpty() && plot->legendStrip() > 0.0 && stats.left() >= 0.0 &&
+               stats.right() <= plot->width() - plot->legendStrip() + 0.5 && !stats.intersects(plot->legendRect());
+    };
+    const bool settled = test::process_events_until(
+        [&] {
+            plot->grabFramebuffer();
+            return !plot->legendRect().isEmpty() && inside();
+        },
+        std::chrono::seconds(20));
+    EXPECT_TRUE(settled) << "stats " << plot->statsRect().left() << ".." << plot->statsRect().right() << ", strip from "
+                         << plot->width() - plot->legendStrip() << ", legend from " << plot->legendRect().left();
+    // The case the test is about: the full line does not fit left of the strip.
+    EXPECT_GT(full_width, plot->width() - plot->legendStrip()) << "the plot is wide enough for the whole line";
+}
+
 // A small window narrows the docks before the plot goes below its minimum; enlarged
 // again, the docks get their widths back (no dock stays squeezed).
 TEST(Friction, SmallWindowsKeepThePlotAndEnlargingRestoresTheDocks) {
