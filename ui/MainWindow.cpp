@@ -115,6 +115,7 @@ struct MainWindow::Private {
     QString current_path;
     QString embedding_key;
     QString color_key;
+    QString gene_color_label;  // the plot's colour name while it shows the gene colouring
     bool color_chosen_by_user = false;
     bool run_after_open = false;
     std::uint64_t frame_sequence = 0;
@@ -192,7 +193,11 @@ MainWindow::MainWindow(EngineConfig config, bool interactive, QWidget* parent)
         d->updating_controls = true;
         d->layer_combo->setCurrentIndex(std::max(0, d->layer_combo->findData(static_cast<int>(layer))));
         d->updating_controls = false;
-        if (d->color_key.startsWith(QStringLiteral("gene:"))) colorBy(d->color_key);
+        // Only while the plot still shows that gene: a gene-set colouring drawn since then
+        // follows the switch itself (the filter dock's), and a late gene result must not
+        // replace it.
+        if (d->color_key.startsWith(QStringLiteral("gene:")) && d->plot->colorName() == d->gene_color_label)
+            colorBy(d->color_key);
     });
     // Selections, filters and annotations (all on the undo stack) are work to keep.
     connect(d->undo, &QUndoStack::indexChanged, this, [this] {
@@ -1113,9 +1118,9 @@ bool MainWindow::colorBy(const QString& key) {
                 return;
             }
             const double query_ms = static_cast<double>(d->gene_timer.nsecsElapsed()) * 1e-6;
-            d->plot->setContinuous(QStringLiteral("%1 (%2)").arg(QString::fromStdString(values->gene),
-                                                                 QString::fromUtf8(value_layer_label(values->layer))),
-                                   values->values);
+            d->gene_color_label = QStringLiteral("%1 (%2)").arg(QString::fromStdString(values->gene),
+                                                                QString::fromUtf8(value_layer_label(values->layer)));
+            d->plot->setContinuous(d->gene_color_label, values->values);
             log(tr("colour by %1: values in %2 ms").arg(key).arg(query_ms, 0, 'f', 1));
             finish(key);
         });

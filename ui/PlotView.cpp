@@ -13,6 +13,8 @@
 #include <QWheelEvent>
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <string>
 
 #include "ui/ImGuiLayer.hpp"
 #include "ui/PlotRenderer.hpp"
@@ -35,6 +37,20 @@ constexpr double k_auto_density_points_per_pixel = 0.25;
 constexpr int k_density_refresh_ms = 150;
 // A lasso records a new vertex once the pointer moved this far (pixels).
 constexpr double k_lasso_step_px = 2.0;
+/// `text` shortened (ending "..") so that the current ImGui font draws it at most `width`
+/// px wide; unchanged when it fits.
+std::string elide_to_width(std::string text, float width) {
+    if (ImGui::CalcTextSize(text.c_str()).x <= width) return text;
+    while (!text.empty()) {
+        text.pop_back();
+        while (!text.empty() && (static_cast<unsigned char>(text.back()) & 0xC0) == 0x80) text.pop_back();
+        if (ImGui::CalcTextSize((text + "..").c_str()).x <= width) break;
+    }
+    return text + "..";
+}
+
+/// Content width of the colour bar's legend (bar, tick labels, range controls), px.
+constexpr float k_color_bar_legend_width = 84.0f;
 
 ImVec4 to_imvec4(Rgba8 color, float alpha = 1.0f) {
     return {color.r / 255.0f, color.g / 255.0f, color.b / 255.0f, alpha};
@@ -69,6 +85,7 @@ struct PlotView::Private {
     bool fit_everything = false;  ///< the pending or last fit shows every point, not only the bulk
     double legend_reserved_px = 0.0;  ///< right strip kept free of points for the legend (last frame's width)
     QRectF legend_rect;               ///< the legend as drawn in the last frame (widget coordinates)
+    QRectF stats_rect;                ///< the stats text (bottom left) as drawn in the last frame
     QString empty_hint;  ///< shown on the canvas while there are no points
     bool user_moved = false;
     float point_size = 3.0f;
@@ -497,6 +514,8 @@ std::int64_t PlotView::pickCell(QPointF position, double radius_px) const {
 
 QRectF PlotView::legendRect() const { return d->legend_rect; }
 
+QRectF PlotView::statsRect() const { return d->num_points > 0 ? d->stats_rect : QRectF(); }
+
 double PlotView::legendStrip() const { return d->overlay_visible ? d->legend_reserved_px : 0.0; }
 
 QRectF PlotView::legendEntryRect(int category) const {
@@ -711,7 +730,26 @@ void PlotView::buildOverlay() {
             // rectangles are only meaningful from the next frame on.
             const bool settling = ImGui::IsWindowAppearing();
             if (settling) update();
-            ImGui::TextUnformatted(d->model->colorName().toUtf8().constData());
+            {
+                const std::string name = d->model->colorName().toStdString();
+                if (d->model->colorKind() == ColorKind::Categorical) {
+                    ImGui::TextUnformatted(name.c_str());
+                } else {
+                    // The colour bar's legend is narrow: the gene or column on its own line
+                    // (elided when too long, the full name on hover), then what follows it
+                    // (the value layer, "(log-normalised counts)") wrapped to the bar's width.
+                    const std::size_t split = name.find(" (");
+                    const std::string head = name.substr(0, split);
+                    const std::string shown = elide_to_width(head, k_color_bar_legend_width);
+                    ImGui::TextUnformatted(shown.c_str());
+                    if (shown != head && ImGui::IsItemHovered()) ImGui::SetTooltip("%s", name.c_str());
+                    if (split != std::string::npos) {
+                        ImGui::PushTextWrapPos(ImGui::GetCursorPosX() + k_color_bar_legend_width);
+                        ImGui::TextUnformatted(name.c_str() + split + 1);
+                        ImGui::PopTextWrapPos();
+                    }
+                }
+            }
             ImGui::Separator();
             if (d->model->colorKind() == ColorKind::Categorical) {
                 const float swatch = ImGui::GetTextLineHeight();
@@ -740,36 +778,50 @@ void PlotView::buildOverlay() {
                         setCategoryVisible(static_cast<int>(category), true);
                 }
             } else {
+                // A vertical colour bar with its ticks beside it: the legend (and so the
+                // strip kept free of cells) is only as wide as the bar, its labels and the
+                // range controls under it.
                 ImDrawList* draw = ImGui::GetWindowDrawList();
                 const ImVec2 origin = ImGui::GetCursorScreenPos();
-                const float bar_width = 180.0f, bar_height = 14.0f;
+                const float content_width = k_color_bar_legend_width;
+                const float bar_width = 14.0f;
+                const float bar_height = std::clamp(display.y * 0.3f, 60.0f, 160.0f);
                 const int segments = 64;
                 for (int segment = 0; segment < segments; ++segment) {
-                    const Rgba8 left = colormap_color(d->model->colormap(), segment / static_cast<float>(segments));
-                    const Rgba8 right = colormap_color(d->model->colormap(), (segment + 1) / static_cast<float>(segments));
-                    const ImU32 left_color = ImGui::ColorConvertFloat4ToU32(to_imvec4(left));
-                    const ImU32 right_color = ImGui::ColorConvertFloat4ToU32(to_imvec4(right));
+                    // Top = high end of the range.
+                    const Rgba8 top = colormap_color(d->model->colormap(), 1.0f - segment / static_cast<float>(segments));
+                    const Rgba8 bottom = colormap_color(d->model->colormap(), 1.0f - (segment + 1) / static_cast<float>(segments));
+                    const ImU32 top_color = ImGui::ColorConvertFloat4ToU32(to_imvec4(top));
+                    const ImU32 bottom_color = ImGui::ColorConvertFloat4ToU32(to_imvec4(bottom));
                     draw->AddRectFilledMultiColor(
-                        ImVec2(origin.x + bar_width * segment / segments, origin.y),
-                        ImVec2(origin.x + bar_width * (segment + 1) / segments, origin.y + bar_height), left_color,
-                        right_color, right_color, left_color);
+                        ImVec2(origin.x, origin.y + bar_height * segment / segments),
+                        ImVec2(origin.x + bar_width, origin.y + bar_height * (segment + 1) / segments), top_color,
+                        top_color, bottom_color, bottom_color);
                 }
-                ImGui::Dummy(ImVec2(bar_width, bar_height));
-                ImGui::Text("%.3g", static_cast<double>(d->model->valueRange().first));
-                ImGui::SameLine(bar_width - ImGui::CalcTextSize("0.000").x);
-                ImGui::Text("%.3g", static_cast<double>(d->model->valueRange().second));
-                float low = d->model->valueRange().first, high = d->model->valueRange().second;
+                const float low_value = d->model->valueRange().first, high_value = d->model->valueRange().second;
+                const ImU32 text_color = ImGui::GetColorU32(ImGuiCol_Text);
+                const float line = ImGui::GetTextLineHeight();
+                for (int tick = 0; tick <= 2; ++tick) {
+                    const float fraction = tick / 2.0f;  // 0 = top
+                    const float y = origin.y + bar_height * fraction;
+                    draw->AddLine(ImVec2(origin.x + bar_width, y), ImVec2(origin.x + bar_width + 4.0f, y), text_color);
+                    char label[32];
+                    std::snprintf(label, sizeof label, "%.3g", static_cast<double>(high_value + (low_value - high_value) * fraction));
+                    const float label_y = std::clamp(y - line * 0.5f, origin.y, origin.y + bar_height - line);
+                    draw->AddText(ImVec2(origin.x + bar_width + 6.0f, label_y), text_color, label);
+                }
+                ImGui::Dummy(ImVec2(content_width, bar_height));
+                float low = low_value, high = high_value;
                 const float speed = std::max(1e-6f, (d->model->dataRange().second - d->model->dataRange().first) / 200.0f);
-                ImGui::SetNextItemWidth(bar_width);
+                ImGui::SetNextItemWidth(content_width);
                 if (ImGui::DragFloatRange2("##range", &low, &high, speed, d->model->dataRange().first, d->model->dataRange().second, "%.3g", "%.3g"))
                     setValueRange(low, high);
-                ImGui::SetNextItemWidth(bar_width * 0.6f);
+                ImGui::SetNextItemWidth(content_width);
                 if (ImGui::BeginCombo("##colormap", colormap_name(d->model->colormap()))) {
                     for (Colormap colormap : k_all_colormaps)
                         if (ImGui::Selectable(colormap_name(colormap), colormap == d->model->colormap())) setColormap(colormap);
                     ImGui::EndCombo();
                 }
-                ImGui::SameLine();
                 if (ImGui::SmallButton("reset")) resetValueRange();
             }
             const ImVec2 position = ImGui::GetWindowPos(), extent = ImGui::GetWindowSize();
@@ -801,18 +853,29 @@ void PlotView::buildOverlay() {
 
     // Frame time and visible points (nothing while there are no points).
     if (d->num_points > 0) {
+        // Inside the plot area left of the legend's strip: a line too long for it is elided,
+        // so the text never runs under the legend.
+        const float padding = ImGui::GetStyle().WindowPadding.x;
+        const float text_width =
+            std::max(24.0f, display.x - static_cast<float>(legendStrip()) - 2.0f * margin - 2.0f * padding);
         ImGui::SetNextWindowPos(ImVec2(margin, display.y - margin), ImGuiCond_Always, ImVec2(0.0f, 1.0f));
         ImGui::SetNextWindowBgAlpha(0.65f);
         if (ImGui::Begin("##stats", nullptr, flags | ImGuiWindowFlags_NoInputs)) {
+            const auto line = [&](const char* format, auto... args) {
+                char text[256];
+                std::snprintf(text, sizeof text, format, args...);
+                ImGui::TextUnformatted(elide_to_width(text, text_width).c_str());
+            };
             const PlotStats& stats = d->renderer.stats();
             const double frame_ms = stats.frame_interval_ms > 0.0 ? stats.frame_interval_ms : stats.last_paint_ms;
-            ImGui::Text("%s / %s cells  |  frame %.1f ms  |  %s", format_count(d->model->visibleCount()).toUtf8().constData(),
-                        format_count(d->num_points).toUtf8().constData(), frame_ms,
-                        densityActive() ? "density" : "points");
+            line("%s / %s cells  |  frame %.1f ms  |  %s", format_count(d->model->visibleCount()).toUtf8().constData(),
+                 format_count(d->num_points).toUtf8().constData(), frame_ms, densityActive() ? "density" : "points");
             if (!d->model->selection()->empty())
-                ImGui::Text("%s selected", format_count(static_cast<std::int64_t>(d->model->selection()->size())).toUtf8().constData());
+                line("%s selected", format_count(static_cast<std::int64_t>(d->model->selection()->size())).toUtf8().constData());
             if (const std::int64_t uploaded = d->renderer.uploaded(d->data_generation); uploaded < d->num_points)
-                ImGui::Text("uploading %.0f%%", 100.0 * static_cast<double>(uploaded) / std::max<std::int64_t>(1, d->num_points));
+                line("uploading %.0f%%", 100.0 * static_cast<double>(uploaded) / std::max<std::int64_t>(1, d->num_points));
+            const ImVec2 position = ImGui::GetWindowPos(), extent = ImGui::GetWindowSize();
+            d->stats_rect = QRectF(position.x, position.y, extent.x, extent.y);
         }
         ImGui::End();
     }

@@ -208,6 +208,11 @@ public:
     /// The legend (or colour bar) window as drawn in the last frame; empty when none. The
     /// view is fitted left of it, so that it hides no points until the user pans or zooms.
     QRectF legendRect() const;
+    /// Width of the strip on the right that the legend keeps free of cells (0 without one).
+    double legendStrip() const;
+    /// The stats text (cells, frame time; bottom left) as drawn in the last frame; empty when
+    /// none. It stays left of legendStrip(), its lines elided when too long.
+    QRectF statsRect() const;
     const Stats& stats() const;
     /// Renders one frame synchronously into the widget's framebuffer and waits for the GL
     /// to finish it; `redraw_scene` forces the point/density layer to be redrawn as a view
@@ -263,8 +268,6 @@ private:
     void markSceneDirty(bool reaggregate);
     void uploadPending();
     SceneRequest sceneRequest() const;
-    /// Width of the strip on the right that the legend keeps free of cells (0 without one).
-    double legendStrip() const;
     void renderScene();
     void buildOverlay();
     void updateHover(QPointF position);

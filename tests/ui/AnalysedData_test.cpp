@@ -216,8 +216,12 @@ TEST(AnalysedData, GeneAndGeneSetColoursFollowTheModelsValueLayer) {
     EXPECT_EQ(combo->currentData().toInt(), static_cast<int>(ValueLayer::Counts));
     expect_plot_shows(*plot, x.column(x.gene_index("CD79A")));
 
-    // A gene set: its mean in raw/X, then in X as stored after the switch.
+    // A gene set: its mean in raw/X, then in X as stored after the switch. The switch back
+    // to raw/X re-colours CD79A asynchronously: wait for it, or its result could land after
+    // (and over) the gene set's.
     model->setValueLayer(ValueLayer::Raw);
+    ASSERT_TRUE(process_events_until([&] { return plot->colorName() == QStringLiteral("CD79A (raw/X)"); }, 30s))
+        << plot->colorName().toStdString();
     const auto folder = test::temp_dir("ui-analysed-gene-set");
     std::ofstream(folder / "b.txt") << "CD79A\nMS4A1\n";
     ASSERT_TRUE(filter->loadGeneSet(QString::fromStdString((folder / "b.txt").string())));
@@ -231,6 +235,10 @@ TEST(AnalysedData, GeneAndGeneSetColoursFollowTheModelsValueLayer) {
     model->setValueLayer(ValueLayer::Counts);
     ASSERT_TRUE(process_events_until([&] { return colored.count() == 2 || !failed.isEmpty(); }, 30s));
     ASSERT_TRUE(failed.isEmpty()) << failed[0][0].toString().toStdString();
+    // The window's gene colouring (CD79A) is not shown: the switch does not re-colour it
+    // over the gene set.
+    QTest::qWait(200);
+    EXPECT_EQ(plot->colorName(), colored[1][0].toString());
     EXPECT_TRUE(plot->colorName().endsWith(QStringLiteral("(X)"))) << plot->colorName().toStdString();
     expect_plot_shows(*plot, mean_of(x));
     // score_genes bins its control genes by log-normalised means: refused on X as stored.

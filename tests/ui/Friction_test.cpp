@@ -129,6 +129,122 @@ TEST(Friction, NoPointOfThePlotIsUnderTheLegend) {
     EXPECT_EQ(drawn, 0) << "cells drawn in the legend's strip";
 }
 
+// A continuous colouring (a numeric obs column) shows a colour bar: the strip kept free of
+// cells is only as wide as the bar, its labels and range controls (not the categorical
+// legend's width), and no cell is drawn under it.
+TEST(Friction, AColourBarKeepsOnlyANarrowStripFreeOfCells) {
+    FATHOM_REQUIRE_GL();
+    const auto path = test::shared_data("scanpy_pbmc68k_reduced/10x_pbmc68k_reduced.h5ad");
+    FATHOM_REQUIRE_PATH(path);
+    MainWindow window(EngineConfig{}, false);
+    window.resize(1280, 800);
+    window.show();
+    ASSERT_TRUE(QTest::qWaitForWindowExposed(&window));
+    bool opened = false;
+    QObject::connect(&window, &MainWindow::datasetOpened, [&](bool ok, const QString&, int) { opened = ok; });
+    window.openFile(QString::fromStdString(path.string()));
+    ASSERT_TRUE(test::process_events_until([&] { return opened; }, std::chrono::seconds(60)));
+    ASSERT_TRUE(window.colorBy(QStringLiteral("n_counts")));
+    PlotView* plot = window.plotView();
+    ASSERT_EQ(plot->numPoints(), 700);
+    const auto& xy = plot->positions();
+    const auto points_in_strip = [&] {
+        std::int64_t under = 0;
+        for (std::int64_t cell = 0; cell < plot->numPoints(); ++cell) {
+            const Vec2 screen = plot->transform().world_to_screen({xy[2 * cell], xy[2 * cell + 1]});
+            under += screen.x >= plot->width() - plot->legendStrip() && screen.x < plot->width();
+        }
+        return under;
+    };
+    const bool settled = test::process_events_until(
+        [&] {
+            plot->grabFramebuffer();
+            return !plot->legendRect().isEmpty() && plot->legendStrip() > 0.0 && points_in_strip() == 0;
+        },
+        std::chrono::seconds(20));
+    EXPECT_TRUE(settled) << points_in_strip() << " cells in the colour bar's strip";
+    EXPECT_GT(plot->legendStrip(), 40.0) << "the colour bar keeps a strip";
+    EXPECT_LE(plot->legendStrip(), 120.0) << "the colour bar's strip is as wide as a categorical legend";
+    EXPECT_GE(plot->legendStrip(), plot->legendRect().width()) << "the strip covers the colour bar";
+    EXPECT_LE(plot->width() - plot->legendStrip(), plot->legendRect().left()) << "the strip covers the colour bar";
+
+    // Panned so that cells lie in the strip: none is drawn, picked or selected there.
+    ViewTransform moved = plot->transform();
+    moved.zoom_at({plot->width() / 2.0, plot->height() / 2.0}, 1.6);
+    moved.pan_pixels(plot->width() * 0.5, 0.0);
+    plot->setTransform(moved);
+    const double plot_right = plot->width() - plot->legendStrip();
+    std::int64_t in_strip = 0, picked_in_strip = 0;
+    for (std::int64_t cell = 0; cell < plot->numPoints(); ++cell) {
+        const Vec2 screen = plot->transform().world_to_screen({xy[2 * cell], xy[2 * cell + 1]});
+        if (screen.x < plot_right + 1.0 || screen.x >= plot->width() || screen.y < 0.0 || screen.y >= plot->height()) continue;
+        ++in_strip;
+        picked_in_strip += plot->pickCell(QPointF(screen.x, screen.y), 1.0) >= 0;
+    }
+    ASSERT_GT(in_strip, 5) << "the pan did not move cells into the strip";
+    EXPECT_EQ(picked_in_strip, 0);
+    const CellSet hits = plot->cellsInWidgetPolygon(QPolygonF(QRectF(0.0, 0.0, plot->width(), plot->height())));
+    std::int64_t hit_in_strip = 0;
+    for (const std::int64_t cell : hits) {
+        const Vec2 screen = plot->transform().world_to_screen({xy[2 * cell], xy[2 * cell + 1]});
+        hit_in_strip += screen.x >= plot_right + 1.0;
+    }
+    EXPECT_EQ(hit_in_strip, 0) << "cells in the strip selected";
+    const QImage frame = plot->grabFramebuffer();
+    const double ratio = frame.devicePixelRatio();
+    const Rgba8 background = plot->backgroundColor();
+    const QRectF legend = plot->legendRect();
+    long drawn = 0;
+    for (int y = static_cast<int>((legend.bottom() + 4.0) * ratio); y < frame.height() - 2; ++y)
+        for (int x = static_cast<int>((plot_right + 1.0) * ratio); x < frame.width(); ++x)
+            drawn += !(test::pixel_at(frame, x, y) == background);
+    EXPECT_EQ(drawn, 0) << "cells drawn in the colour bar's strip";
+}
+
+// The stats text (cells, frame time) at the bottom left stays in the plot area left of the
+// legend's strip: beside bulk_labels' long names (a wide legend) on the default window's
+// plot, its line is elided rather than run under the legend.
+TEST(Friction, StatsTextStaysLeftOfTheLegend) {
+    FATHOM_REQUIRE_GL();
+    const auto path = test::shared_data("scanpy_pbmc68k_reduced/10x_pbmc68k_reduced.h5ad");
+    FATHOM_REQUIRE_PATH(path);
+    MainWindow window(EngineConfig{}, false);
+    window.resize(1280, 800);
+    window.show();
+    ASSERT_TRUE(QTest::qWaitForWindowExposed(&window));
+    bool opened = false;
+    QObject::connect(&window, &MainWindow::datasetOpened, [&](bool ok, const QString&, int) { opened = ok; });
+    window.openFile(QString::fromStdString(path.string()));
+    ASSERT_TRUE(test::process_events_until([&] { return opened; }, std::chrono::seconds(60)));
+    PlotView* plot = window.plotView();
+    // Uncoloured, the stats line has the whole width: note how wide it is.
+    ASSERT_TRUE(test::process_events_until(
+        [&] {
+            plot->grabFramebuffer();
+            // An auto-sized window takes its size over its first frames.
+            return plot->statsRect().width() > 150.0;
+        },
+        std::chrono::seconds(20)))
+        << plot->statsRect().width();
+    const double full_width = plot->statsRect().width();
+    ASSERT_TRUE(window.colorBy(QStringLiteral("bulk_labels")));
+    const auto inside = [&] {
+        const QRectF stats = plot->statsRect();
+        return !stats.isEmpty() && plot->legendStrip() > 0.0 && stats.left() >= 0.0 &&
+               stats.right() <= plot->width() - plot->legendStrip() + 0.5 && !stats.intersects(plot->legendRect());
+    };
+    const bool settled = test::process_events_until(
+        [&] {
+            plot->grabFramebuffer();
+            return !plot->legendRect().isEmpty() && inside();
+        },
+        std::chrono::seconds(20));
+    EXPECT_TRUE(settled) << "stats " << plot->statsRect().left() << ".." << plot->statsRect().right() << ", strip from "
+                         << plot->width() - plot->legendStrip() << ", legend from " << plot->legendRect().left();
+    // The case the test is about: the full line does not fit left of the strip.
+    EXPECT_GT(full_width, plot->width() - plot->legendStrip()) << "the plot is wide enough for the whole line";
+}
+
 // A small window narrows the docks before the plot goes below its minimum; enlarged
 // again, the docks get their widths back (no dock stays squeezed).
 TEST(Friction, SmallWindowsKeepThePlotAndEnlargingRestoresTheDocks) {
