@@ -1,4 +1,4 @@
-#include "OpenCheck.hpp"
+#include "ui/OpenCheck.hpp"
 
 #include <QCoreApplication>
 #include <QFileInfo>
