@@ -31,12 +31,16 @@ public:
     }
 
     /// The next block's rows [first, last), or false after the last block. Rethrows a
-    /// read error of that block.
+    /// read error of that block. What `rows` held before (the caller's previous block,
+    /// given back) is recycled: the block after this one is read into its arrays, so a
+    /// pass touches the memory of two blocks instead of fresh pages for every block.
     bool next(CsrShard& rows, std::int64_t& first, std::int64_t& last) {
         if (!m_pending.valid()) return false;
         first = m_pending_begin;
         last = m_pending_end;
+        CsrShard previous = std::move(rows);
         rows = m_pending.get();
+        m_spare = std::move(previous);
         launch();
         return true;
     }
@@ -47,10 +51,20 @@ private:
         m_pending_begin = m_next;
         m_pending_end = std::min(m_end, m_next + m_block_rows);
         m_next = m_pending_end;
-        m_pending = std::async(std::launch::async, [this, begin = m_pending_begin, end = m_pending_end] {
-            return m_source.read_rows(begin, end);
+        CsrShard arrays = std::move(m_spare);
+        m_spare = CsrShard{};
+        m_pending = std::async(std::launch::async, [this, begin = m_pending_begin, end = m_pending_end,
+                                                    rows = std::move(arrays)]() mutable {
+            rows.row_begin = begin;
+            rows.row_offsets.assign(1, 0);
+            rows.gene_indices.clear();
+            rows.values.clear();
+            m_source.append_rows(begin, end, rows);
+            return std::move(rows);
         });
     }
+
+    CsrShard m_spare;  ///< a finished block's arrays, for the next read
 
     io::RowSource& m_source;
     std::int64_t m_next = 0, m_end = 0, m_block_rows = 1;
@@ -155,6 +169,7 @@ ShardStatistics shard_statistics(io::RowSource& source, const RowRange& range, s
                 [](bool left, bool right) { return left && right; });
         }
         keeper.add(block.shard());
+        rows_read = block.take_shard();  // its arrays take a later block
         ctx.report(static_cast<double>(end) / static_cast<double>(std::max<std::int64_t>(1, num_cells)));
     }
     return part;
