@@ -804,7 +804,7 @@ double move_nodes(const LevelGraph& graph, Partition& partition, double resoluti
             if (queued >= kPrefetchNode) prefetch_node(graph, partition.membership, visit(kPrefetchNode));
             if (queued >= kPrefetchRow) prefetch_row(graph, visit(kPrefetchRow));
             if (queued >= kPrefetchCommunities) prefetch_neighbour_communities(graph, partition.membership, visit(kPrefetchCommunities));
-            if (queued >= kPrefetchSums)
+            if (kPrefetchSums > 0 && queued >= kPrefetchSums)
                 prefetch_neighbour_sums<false>(graph, partition.membership, partition.weights.data(),
                                                gathered.weight_to_comm.data(), visit(kPrefetchSums));
         }
@@ -886,7 +886,7 @@ void refine_nodes(const LevelGraph& graph, Partition& partition, const std::vect
             // Its own community's node count, read first to skip it.
             __builtin_prefetch(partition.cnodes.data() + community_of<kShared>(partition.membership.data(), ahead));
         }
-        if (position + kPrefetchSums < count)
+        if (kPrefetchSums > 0 && position + kPrefetchSums < count)
             prefetch_neighbour_sums<kShared>(graph, partition.membership, partition.weights.data(), gathered.weight_to_comm.data(),
                                              order[position + kPrefetchSums], constraint.data());
         const auto node = static_cast<std::size_t>(v);
