@@ -3,9 +3,11 @@
 #include <tbb/blocked_range.h>
 #include <tbb/enumerable_thread_specific.h>
 #include <tbb/parallel_for.h>
+#include <tbb/parallel_reduce.h>
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cfloat>
 #include <cmath>
 #include <limits>
@@ -15,6 +17,7 @@
 #include <utility>
 
 #include "core/types/JobContext.hpp"
+#include "core/memory/uninitialized.hpp"
 
 // After GVE-Leiden (Sahu 2023, arXiv:2312.13936; puzzlef/leiden-communities-openmp):
 // local moving with vertex pruning, greedy refinement (only singletons move, within
@@ -45,8 +48,9 @@ constexpr int kMaxLevels = 100;       ///< aggregation levels per pass
 struct Level {
     Node num_nodes = 0;
     std::vector<std::int64_t> offsets{0};
-    std::vector<Node> targets;
-    std::vector<double> weights;
+    // Filled completely after a resize (by parallel loops).
+    UninitializedVector<Node> targets;
+    UninitializedVector<double> weights;
     std::vector<double> strength;  ///< k_v: the row's sum plus the internal weight
 };
 
@@ -81,6 +85,12 @@ struct Workspace {
     std::vector<std::uint8_t> active;
     std::vector<Node> nodes;
     std::vector<Node> moved;
+    /// Aggregate levels alternate between these two, whose storage is kept across levels
+    /// and passes, as is the aggregation's per-task output: no fresh pages (each zeroed
+    /// by the kernel) for every aggregate graph.
+    Level levels[2];
+    std::vector<std::vector<Node>> chunk_targets;
+    std::vector<std::vector<double>> chunk_weights;
 
     explicit Workspace(Node num_nodes)
         : scratch([num_nodes] {
@@ -119,24 +129,45 @@ Level first_level(const CsrGraph& graph, bool use_weights) {
             }
         }
     }
-    // Weight of the entry (row, column), 0 when not stored (rows are sorted).
-    const auto stored = [&](std::size_t row, Node column) -> double {
-        const auto* begin = graph.col_indices.data() + graph.row_offsets[row];
-        const auto* end = graph.col_indices.data() + graph.row_offsets[row + 1];
-        const auto* found = std::lower_bound(begin, end, column);
-        return found != end && *found == column ? weight_of(static_cast<std::size_t>(found - graph.col_indices.data())) : 0.0;
+    // Symmetric weights, checked without reading any row but the one scanned: the
+    // entries above the diagonal and the mirrored entries below it are the same multiset
+    // of (smaller node, larger node, weight) iff the graph is symmetric; two sums of
+    // 64-bit hashes (wrapping, so the same in any order) compare the multisets (unequal
+    // ones agreeing in both sums are vanishingly unlikely). A binary search for every
+    // mirrored entry took as long as a sweep of the local moving.
+    struct Sums {
+        std::uint64_t above[2] = {0, 0};
+        std::uint64_t below[2] = {0, 0};
     };
-    std::atomic<bool> asymmetric{false};
-    tbb::parallel_for(tbb::blocked_range<std::size_t>(0, num_nodes, 1024), [&](const tbb::blocked_range<std::size_t>& range) {
-        for (std::size_t row = range.begin(); row != range.end() && !asymmetric.load(std::memory_order_relaxed); ++row)
-            for (auto entry = static_cast<std::size_t>(graph.row_offsets[row]); entry < static_cast<std::size_t>(graph.row_offsets[row + 1]); ++entry) {
-                const auto column = static_cast<std::size_t>(graph.col_indices[entry]);
-                if (column != row && weight_of(entry) != stored(column, static_cast<Node>(row))) {
-                    asymmetric.store(true, std::memory_order_relaxed);
-                    break;
+    const auto mix = [](std::uint64_t value) {  // splitmix64's finaliser
+        value = (value ^ (value >> 30)) * 0xBF58476D1CE4E5B9ull;
+        value = (value ^ (value >> 27)) * 0x94D049BB133111EBull;
+        return value ^ (value >> 31);
+    };
+    const Sums sums = tbb::parallel_reduce(
+        tbb::blocked_range<std::size_t>(0, num_nodes, 4096), Sums{},
+        [&](const tbb::blocked_range<std::size_t>& range, Sums partial) {
+            for (std::size_t row = range.begin(); row != range.end(); ++row)
+                for (auto entry = static_cast<std::size_t>(graph.row_offsets[row]); entry < static_cast<std::size_t>(graph.row_offsets[row + 1]); ++entry) {
+                    const auto column = static_cast<std::size_t>(graph.col_indices[entry]);
+                    const double weight = weight_of(entry);
+                    if (column == row || weight == 0.0) continue;
+                    const std::uint64_t low = std::min(row, column), high = std::max(row, column);
+                    const std::uint64_t key = mix(mix(low * 0x9E3779B97F4A7C15ull + high) ^ std::bit_cast<std::uint64_t>(weight));
+                    auto* target = column > row ? partial.above : partial.below;
+                    target[0] += key;
+                    target[1] += mix(key ^ 0xD6E8FEB86659FD93ull);
                 }
+            return partial;
+        },
+        [](Sums left, const Sums& right) {
+            for (int index = 0; index < 2; ++index) {
+                left.above[index] += right.above[index];
+                left.below[index] += right.below[index];
             }
-    });
+            return left;
+        });
+    const bool asymmetric = sums.above[0] != sums.below[0] || sums.above[1] != sums.below[1];
     // The rows of A^T (by increasing source) when A is asymmetric.
     std::vector<std::int64_t> transposed_offsets;
     std::vector<Node> transposed_sources;
@@ -395,7 +426,7 @@ Node renumber(std::vector<Node>& membership, std::size_t num_communities) {
 /// edge between two communities weighs the edges between their members; a community's
 /// strength is its members'. Each aggregate row is summed on one thread in member and
 /// edge order, then sorted by target.
-Level aggregate(const Level& graph, const std::vector<Node>& membership, Node num_communities, Workspace& ws) {
+void aggregate(const Level& graph, const std::vector<Node>& membership, Node num_communities, Workspace& ws, Level& out) {
     const auto count = static_cast<std::size_t>(num_communities);
     std::vector<std::int64_t> member_offsets(count + 1, 0);
     for (const Node community : membership) ++member_offsets[static_cast<std::size_t>(community) + 1];
@@ -406,19 +437,33 @@ Level aggregate(const Level& graph, const std::vector<Node>& membership, Node nu
         for (std::size_t v = 0; v < membership.size(); ++v)
             members[static_cast<std::size_t>(cursor[static_cast<std::size_t>(membership[v])]++)] = static_cast<Node>(v);
     }
-    Level out;
     out.num_nodes = num_communities;
-    out.strength.assign(count, 0.0);
-    out.offsets.assign(count + 1, 0);
+    out.strength.resize(count);
+    out.offsets.resize(count + 1);
+    out.offsets[0] = 0;
     const std::size_t num_chunks = (count + kGrain - 1) / kGrain;
-    std::vector<std::vector<Node>> chunk_targets(num_chunks);
-    std::vector<std::vector<double>> chunk_weights(num_chunks);
+    if (ws.chunk_targets.size() < num_chunks) {
+        ws.chunk_targets.resize(num_chunks);
+        ws.chunk_weights.resize(num_chunks);
+    }
+    auto& chunk_targets = ws.chunk_targets;
+    auto& chunk_weights = ws.chunk_weights;
     tbb::parallel_for(tbb::blocked_range<std::size_t>(0, num_chunks, 1), [&](const tbb::blocked_range<std::size_t>& range) {
         Scratch& scratch = ws.scratch.local();
         for (std::size_t chunk = range.begin(); chunk != range.end(); ++chunk) {
             auto& targets = chunk_targets[chunk];
             auto& weights = chunk_weights[chunk];
-            for (std::size_t community = chunk * kGrain; community < std::min(count, (chunk + 1) * kGrain); ++community) {
+            targets.clear();
+            weights.clear();
+            const std::size_t chunk_end = std::min(count, (chunk + 1) * kGrain);
+            std::int64_t bound = 0;  // the members' edges: at least the chunk's aggregate edges
+            for (auto member = member_offsets[chunk * kGrain]; member < member_offsets[chunk_end]; ++member) {
+                const auto v = static_cast<std::size_t>(members[static_cast<std::size_t>(member)]);
+                bound += graph.offsets[v + 1] - graph.offsets[v];
+            }
+            targets.reserve(static_cast<std::size_t>(bound));
+            weights.reserve(static_cast<std::size_t>(bound));
+            for (std::size_t community = chunk * kGrain; community < chunk_end; ++community) {
                 double strength = 0.0;
                 for (auto member = member_offsets[community]; member < member_offsets[community + 1]; ++member) {
                     const Node v = members[static_cast<std::size_t>(member)];
@@ -452,7 +497,6 @@ Level aggregate(const Level& graph, const std::vector<Node>& membership, Node nu
             std::copy(chunk_weights[chunk].begin(), chunk_weights[chunk].end(), out.weights.begin() + at);
         }
     });
-    return out;
 }
 
 /// One pass from `start` (a partition of the first level's nodes, numbers < its nodes):
@@ -464,8 +508,8 @@ std::vector<Node> run_pass(const Level& first, std::vector<Node> start, double r
     const auto num_nodes = static_cast<std::size_t>(first.num_nodes);
     std::vector<Node> node_of(num_nodes);  // first-level node -> node of the current level
     std::iota(node_of.begin(), node_of.end(), 0);
-    Level aggregated;
     const Level* graph = &first;
+    int slot = 0;  // the workspace's level the next aggregate goes to
     Communities partition;
     partition.membership = std::move(start);
     for (int level = 0; level < kMaxLevels; ++level) {
@@ -487,9 +531,9 @@ std::vector<Node> run_pass(const Level& first, std::vector<Node> start, double r
                 node_of[v] = refined.membership[static_cast<std::size_t>(node_of[v])];
         });
         ctx.checkpoint();
-        Level collapsed = aggregate(*graph, refined.membership, pieces, ws);
-        aggregated = std::move(collapsed);
-        graph = &aggregated;
+        aggregate(*graph, refined.membership, pieces, ws, ws.levels[slot]);
+        graph = &ws.levels[slot];
+        slot = 1 - slot;
         partition.membership = std::move(next);
     }
     std::vector<Node> labels(num_nodes);
