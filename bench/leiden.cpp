@@ -1,13 +1,16 @@
 // Wall time of Leiden (core/algo/leiden) on a stored connectivities graph, for each
-// implementation (leidenalg's optimiser reproduced, igraph_community_leiden). Run:
+// implementation (leidenalg's optimiser reproduced, igraph_community_leiden, the parallel
+// flavor). Run:
 //   build/bench/bench_leiden --graph FILE.h5ad [--key connectivities] [--repeats 3]
-//       [--implementation both|leidenalg|igraph] [--resolution 1.0] [--seed 0]
+//       [--implementation both|leidenalg|igraph|parallel ...] [--resolution 1.0] [--seed 0]
+//       [--threads N]
+// (both = leidenalg igraph; several may be named; --threads caps TBB's threads).
 // With --cancel-after-ms T each run is cancelled T ms after it starts and the time from
 // the cancel request to the Cancelled exception is printed instead (cancellation latency).
 // FILE is an h5ad with obsp[KEY] (fathom-cli run --neighbors writes one). Prints every
 // run's wall and CPU time, the medians, clusters, passes and modularity; the graph is
-// read once and not timed. Leiden is sequential: on a shared machine the CPU time is
-// the steadier figure.
+// read once and not timed. leidenalg's optimiser is sequential: on a shared machine the
+// CPU time is the steadier figure.
 // --copies N runs on N disjoint copies of the graph whose node numbers interleave (node v
 // of copy c is N v + c): a graph N times as large whose neighbours lie far apart in the
 // numbering, as in a large dataset. --locality off|on|both times leidenalg's optimiser
@@ -26,6 +29,7 @@
 #include <vector>
 
 #include <CLI/CLI.hpp>
+#include <tbb/global_control.h>
 
 #include "core/algo/leiden.hpp"
 #include "core/algo/leiden_optimiser.hpp"
@@ -40,7 +44,8 @@ struct Args {
     std::string graph;
     std::string key = "connectivities";
     int repeats = 3;
-    std::string implementation = "both";
+    std::vector<std::string> implementations{"both"};
+    int threads = 0;  ///< > 0: at most this many TBB threads
     double resolution = 1.0;
     std::uint64_t seed = 0;
     double cancel_after_ms = 0.0;  ///< > 0: cancel each run this long after it starts
@@ -55,9 +60,10 @@ std::optional<Args> parse_args(int argc, char** argv, int& exit_code) {
     app.add_option("--graph", args.graph, "h5ad file with the graph in obsp")->required()->check(CLI::ExistingFile);
     app.add_option("--key", args.key, "obsp key")->capture_default_str();
     app.add_option("--repeats", args.repeats, "runs")->capture_default_str()->check(CLI::PositiveNumber);
-    app.add_option("--implementation", args.implementation, "which Leiden")
+    app.add_option("--implementation", args.implementations, "which Leiden (both = leidenalg igraph)")
         ->capture_default_str()
-        ->check(CLI::IsMember({"both", "leidenalg", "igraph"}));
+        ->check(CLI::IsMember({"both", "leidenalg", "igraph", "parallel"}));
+    app.add_option("--threads", args.threads, "at most this many threads (default: all)")->check(CLI::PositiveNumber);
     app.add_option("--resolution", args.resolution, "resolution")->capture_default_str();
     app.add_option("--seed", args.seed, "seed")->capture_default_str();
     app.add_option("--cancel-after-ms", args.cancel_after_ms, "cancel each run this long after it starts")
@@ -217,14 +223,22 @@ int main(int argc, char** argv) {
     const std::optional<Args> parsed = parse_args(argc, argv, exit_code);
     if (!parsed) return exit_code;
     const Args& args = *parsed;
+    std::optional<tbb::global_control> thread_limit;
+    if (args.threads > 0) thread_limit.emplace(tbb::global_control::max_allowed_parallelism, static_cast<std::size_t>(args.threads));
     try {
         const fathom::CsrGraph graph = read_graph(args);
         std::printf("graph %s obsp/%s: %lld cells, %lld stored entries\n", args.graph.c_str(), args.key.c_str(),
                     static_cast<long long>(graph.num_cells), static_cast<long long>(graph.nnz()));
         if (!args.locality.empty()) return run_locality(graph, args);
         const auto bench = args.cancel_after_ms > 0 ? run_cancelled : run;
-        if (args.implementation != "igraph") bench(graph, args, fathom::LeidenImplementation::Leidenalg, "leidenalg");
-        if (args.implementation != "leidenalg") bench(graph, args, fathom::LeidenImplementation::Igraph, "igraph");
+        const auto wanted = [&](const char* name) {
+            for (const auto& entry : args.implementations)
+                if (entry == name || (entry == "both" && std::string(name) != "parallel")) return true;
+            return false;
+        };
+        if (wanted("leidenalg")) bench(graph, args, fathom::LeidenImplementation::Leidenalg, "leidenalg");
+        if (wanted("igraph")) bench(graph, args, fathom::LeidenImplementation::Igraph, "igraph");
+        if (wanted("parallel")) bench(graph, args, fathom::LeidenImplementation::Parallel, "parallel");
     } catch (const std::exception& error) {
         std::fprintf(stderr, "bench_leiden: %s\n", error.what());
         return 1;

@@ -361,6 +361,11 @@ void add_run_command(CLI::App& app, int& exit_code) {
             report["cells"] = snapshot->cells.size();
             report["matrix_storage"] = snapshot->dataset->matrix_storage;
             report["genes"] = snapshot->dataset ? snapshot->dataset->shape.num_genes : 0;
+            if (snapshot->leiden)
+                report["leiden"] = {{"flavor", snapshot->leiden->flavor},
+                                    {"modularity", snapshot->leiden->modularity},
+                                    {"clusters", snapshot->leiden->num_clusters},
+                                    {"passes", snapshot->leiden->passes}};
             if (!args->report.empty())
                 write_file_atomically(args->report, [&](std::ostream& out) { out << report.dump(2) << "\n"; });
             std::cout << "wrote " << args->output << " (" << snapshot->cells.size() << " cells) in " << std::fixed

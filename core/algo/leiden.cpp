@@ -9,6 +9,7 @@
 #include <string>
 
 #include "core/algo/leiden_optimiser.hpp"
+#include "core/algo/leiden_parallel.hpp"
 #include "core/types/JobContext.hpp"
 
 #ifdef FATHOM_HAVE_IGRAPH
@@ -124,10 +125,33 @@ double modularity(const CsrGraph& graph, const std::vector<std::int32_t>& labels
     return quality;
 }
 
+namespace {
+
+/// modularity() of the labels on the graph as the options weigh it (unit weights
+/// without use_weights).
+double labels_modularity(const CsrGraph& graph, const std::vector<std::int32_t>& labels, const LeidenOptions& options) {
+    if (options.use_weights) return modularity(graph, labels, options.resolution);
+    CsrGraph unit = graph;
+    std::fill(unit.values.begin(), unit.values.end(), 1.0f);
+    return modularity(unit, labels, options.resolution);
+}
+
+}  // namespace
+
 LeidenResult leiden(const CsrGraph& graph, const LeidenOptions& options, JobContext& ctx) {
     validate(options);
     check_csr_graph(graph, "leiden graph");
     LeidenResult result;
+    if (options.implementation == LeidenImplementation::Parallel) {
+        detail::ParallelLeidenPartition partition =
+            detail::parallel_leiden_optimise(graph, options.resolution, options.num_iterations, options.use_weights, ctx);
+        result.passes = partition.passes;
+        result.labels = std::move(partition.membership);
+        result.num_clusters = relabel_by_size(result.labels, result.cluster_sizes);
+        result.modularity = labels_modularity(graph, result.labels, options);
+        ctx.report(1.0);
+        return result;
+    }
     if (options.implementation == LeidenImplementation::Leidenalg) {
         detail::LeidenalgPartition partition = detail::leidenalg_optimise(
             graph, options.resolution, options.num_iterations, options.use_weights, options.seed, ctx);
@@ -138,13 +162,7 @@ LeidenResult leiden(const CsrGraph& graph, const LeidenOptions& options, JobCont
         result.cluster_sizes.assign(static_cast<std::size_t>(partition.num_communities), 0);
         for (const auto label : partition.membership) ++result.cluster_sizes[static_cast<std::size_t>(label)];
         result.labels = std::move(partition.membership);
-        if (options.use_weights) {
-            result.modularity = modularity(graph, result.labels, options.resolution);
-        } else {
-            CsrGraph unit = graph;
-            std::fill(unit.values.begin(), unit.values.end(), 1.0f);
-            result.modularity = modularity(unit, result.labels, options.resolution);
-        }
+        result.modularity = labels_modularity(graph, result.labels, options);
         ctx.report(1.0);
         return result;
     }

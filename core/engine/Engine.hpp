@@ -10,6 +10,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -145,6 +146,14 @@ struct CellQcMetrics {
     std::vector<double> pct_counts_mt;   ///< NaN for a cell without counts
 };
 
+/// The Leiden run behind obs['leiden'].
+struct LeidenSummary {
+    std::string flavor;       ///< the settings' flavor that ran ("leidenalg", "igraph", "parallel")
+    double modularity = 0.0;  ///< modularity (with the resolution) of the labels on the kNN graph
+    int num_clusters = 0;
+    int passes = 0;           ///< optimiser passes run
+};
+
 /// Immutable state of the analysis after the last finished job.
 struct AnalysisSnapshot {
     std::uint64_t version = 0;                       ///< increases with every change
@@ -162,6 +171,7 @@ struct AnalysisSnapshot {
     std::vector<MarkerGroup> markers;                ///< empty until markers ran
     std::string markers_groupby;                     ///< obs column the markers compare
     std::vector<std::string> user_annotations;       ///< obs columns made by set_obs_annotation, by name
+    std::optional<LeidenSummary> leiden;             ///< set when the snapshot holds Leiden clusters
     /// What the latest pipeline run found questionable but ran anyway, in the user's
     /// words (e.g. recipe none on raw counts); empty when nothing.
     std::vector<std::string> warnings;

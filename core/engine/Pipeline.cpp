@@ -804,6 +804,10 @@ std::shared_ptr<AnalysisSnapshot> build_snapshot(const Engine::State& state, con
         leiden.codes = clusters->labels;
         obs->set("leiden", std::move(leiden));
         snapshot->colors["leiden"] = default_category_colors(static_cast<std::size_t>(num_clusters));
+        PipelineSettings ran;  // the flavor's name as the settings spell it
+        ran.leiden = *cache.leiden.options();
+        snapshot->leiden = LeidenSummary{std::get<std::string>(find_setting("flavor")->get(ran)), clusters->modularity,
+                                         clusters->num_clusters, clusters->passes};
     }
     for (const auto& column : obs->columns()) {
         const auto* categorical = std::get_if<CategoricalColumn>(&column.data);

@@ -217,6 +217,16 @@ std::vector<SettingSpec> make_schema() {
                          .minimum = 0.001, .maximum = 100, .increment = 0.1, .decimals = 3,
                          .help = "Leiden resolution; on the command line, runs Leiden", .switch_name = "run_leiden"},
                         [](auto& s) -> auto& { return s.leiden.resolution; }));
+    rows.push_back(choice({.name = "flavor", .cli_flag = "--leiden-flavor", .label = "Leiden flavor", .steps = {S::Leiden},
+                           .help = "leidenalg: leidenalg's optimiser as scanpy runs it (scanpy's labels; one thread); "
+                                   "igraph: igraph_community_leiden; parallel: a parallel Leiden on every thread "
+                                   "(GVE-style; same objective, other labels, the same for any thread count)",
+                           .switch_name = "run_leiden"},
+                          [](auto& s) -> auto& { return s.leiden.implementation; },
+                          std::vector<std::pair<LeidenImplementation, SettingChoice>>{
+                              {LeidenImplementation::Leidenalg, {"leidenalg", "leidenalg (scanpy's labels)"}},
+                              {LeidenImplementation::Igraph, {"igraph", "igraph"}},
+                              {LeidenImplementation::Parallel, {"parallel", "parallel"}}}));
     rows.push_back(flag({.name = "run_markers", .label = "marker genes", .steps = {S::Markers},
                          .help = "sc.tl.rank_genes_groups of the Leiden clusters (needs Leiden)",
                          .requires_switch = "run_leiden", .step_switch = true},

@@ -4,10 +4,14 @@
 
 namespace fathom {
 
-/// Which optimiser runs.
+/// Which optimiser runs (the settings' `flavor`). Only Leidenalg gives scanpy's labels;
+/// the others are chosen explicitly, never in its place.
 enum class LeidenImplementation {
-    Leidenalg,  ///< leidenalg 0.9.1's Optimiser as scanpy runs it (same labels for a seed)
+    Leidenalg,  ///< leidenalg 0.9.1's Optimiser as scanpy runs it (same labels for a seed); sequential
     Igraph,     ///< igraph_community_leiden (same objective, other random choices)
+    /// Parallel Leiden after GVE-Leiden (core/algo/leiden_parallel.hpp): same objective,
+    /// on every thread; deterministic at any thread count; the seed is not used.
+    Parallel,
 };
 
 /// Options of Leiden (scanpy names and defaults).
@@ -18,7 +22,7 @@ struct LeidenOptions {
     int num_iterations = -1;
     double beta = 0.01;        ///< randomness of igraph's refinement step (Igraph only); > 0
     bool use_weights = true;   ///< scanpy's use_weights=True: edge weights = connectivities
-    std::uint64_t seed = 0;    ///< random_state: seeds the optimiser's mt19937 (leidenalg's set_rng_seed)
+    std::uint64_t seed = 0;    ///< random_state: seeds the optimiser's mt19937 (leidenalg's set_rng_seed; not Parallel)
     LeidenImplementation implementation = LeidenImplementation::Leidenalg;
     /// Equal when every field is equal.
     friend bool operator==(const LeidenOptions&, const LeidenOptions&) = default;

@@ -73,6 +73,9 @@ TEST(CliRun, WritesAnH5adThatAnndataReadsWithEveryPipelineOutput) {
     for (const char* expected :
          {"read", "qc", "preprocess", "hvg", "scale", "pca", "neighbors", "umap", "leiden", "markers", "export"})
         EXPECT_NE(std::find(steps.begin(), steps.end(), expected), steps.end()) << expected;
+    // ... and the Leiden flavor that ran (the default: leidenalg's) with its modularity.
+    EXPECT_EQ(json.at("leiden").at("flavor"), "leidenalg");
+    EXPECT_GT(json.at("leiden").at("modularity").get<double>(), 0.3);
 
     FATHOM_REQUIRE_PYTHON("anndata", "numpy");
     const auto check = test::run_python(R"(
@@ -307,6 +310,36 @@ TEST(CliRun, EverySettingRoundTripsThroughItsOption) {
     EXPECT_EQ(result.exit_code, 2) << result.output;
     EXPECT_NE(result.output.find("--leiden"), std::string::npos) << result.output;
     EXPECT_NE(result.output.find("resolution must be in [0.001, 100] (got 0)"), std::string::npos) << result.output;
+}
+
+// --leiden-flavor parallel runs the parallel Leiden, and says so in the report and in
+// uns['leiden']['params']['flavor'], with a modularity close to the default flavor's.
+TEST(CliRun, LeidenFlavorParallelIsRecordedInTheReport) {
+    const auto folder = test::temp_dir("cli-run-leiden-flavor");
+    const auto out = (folder / "out.h5ad").string();
+    double modularity[2] = {0.0, 0.0};
+    for (const int parallel : {0, 1}) {
+        const auto report = (folder / ("report" + std::to_string(parallel) + ".json")).string();
+        const auto result = run_command(cli + " run " + shell_quote(synthetic_input(1500)) +
+                                        " --recipe zheng17 --n-top-genes 300 --n-pcs 20 --neighbors 15 --leiden 1.0" +
+                                        (parallel ? " --leiden-flavor parallel" : "") + " --out " + shell_quote(out) +
+                                        " --report " + shell_quote(report) + " 2>&1");
+        ASSERT_EQ(result.exit_code, 0) << result.output;
+        std::ifstream in(report);
+        const auto json = nlohmann::json::parse(in);
+        EXPECT_EQ(json.at("leiden").at("flavor"), parallel ? "parallel" : "leidenalg");
+        EXPECT_GE(json.at("leiden").at("clusters").get<int>(), 2);
+        modularity[parallel] = json.at("leiden").at("modularity").get<double>();
+    }
+    EXPECT_GE(modularity[1], modularity[0] * 0.995) << "parallel " << modularity[1] << ", leidenalg " << modularity[0];
+    FATHOM_REQUIRE_PYTHON("anndata");
+    const auto check = test::run_python(R"(
+import sys, anndata
+a = anndata.read_h5ad(sys.argv[1])
+assert a.uns['leiden']['params']['flavor'] == 'parallel', a.uns['leiden']['params']
+)",
+                                        {out});
+    EXPECT_EQ(check.exit_code, 0) << check.output;
 }
 
 // Recipe none on raw counts runs, but says it runs PCA on unnormalised counts (stderr
