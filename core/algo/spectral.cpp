@@ -540,9 +540,11 @@ Eigenvectors largest_eigenvectors(std::int64_t n, const Operator& apply, int wan
 constexpr double kSingleTolerance = 1e-5;
 constexpr std::int64_t kSingleMinVertices = 20000;
 
+bool single_precision_basis(std::int64_t n, double tolerance) { return n >= kSingleMinVertices && tolerance >= kSingleTolerance; }
+
 Eigenvectors largest_eigenvectors(std::int64_t n, const Operator& apply, int wanted, int basis_size, double tolerance,
                                   int max_restarts, std::uint64_t seed, JobContext& ctx) {
-    if (n >= kSingleMinVertices && tolerance >= kSingleTolerance)
+    if (single_precision_basis(n, tolerance))
         return largest_eigenvectors<float>(n, apply, wanted, basis_size, tolerance, max_restarts, seed, ctx);
     return largest_eigenvectors_double(n, apply, wanted, basis_size, tolerance, max_restarts, seed, ctx);
 }
@@ -558,9 +560,11 @@ Eigenvectors laplacian_layout(const LocalGraph& graph, int dim, const SpectralOp
     // Lanczos vector is orthogonalised twice against the whole basis, which dominates the
     // solve, and on 100k cells (UMAP's tolerance 1e-3) 40 vectors (4 restarts) took 1.8 s of CPU where 64
     // (3 restarts) took 3.2 s and 32 (8 restarts) 2.2 s. Also capped so that the basis
-    // stays within about 320 MB for millions of cells.
+    // stays within about 320 MB for millions of cells (in single precision, twice the
+    // vectors: 40 up to 2M cells).
+    const std::int64_t basis_entries = single_precision_basis(n, options.tolerance) ? 80'000'000 : 40'000'000;
     int basis_size = std::max(2 * k + 1, static_cast<int>(std::min<double>(std::sqrt(static_cast<double>(n)), 40.0)));
-    basis_size = std::max<int>(2 * k + 2, std::min<std::int64_t>(basis_size, 40'000'000 / std::max<std::int64_t>(n, 1)));
+    basis_size = std::max<int>(2 * k + 2, std::min<std::int64_t>(basis_size, basis_entries / std::max<std::int64_t>(n, 1)));
     Eigenvectors result;
     if (n <= 400 || basis_size + 1 >= n) {
         Eigen::SelfAdjointEigenSolver<Matrix> solver(op.dense_laplacian());
