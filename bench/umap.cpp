@@ -3,7 +3,8 @@
 // two steps can be timed without the rest of the pipeline. Run:
 //   build/bench/bench_umap --h5ad FILE [--obsm X_pca] [--neighbors 15] [--repeats 3]
 //       [--threads T] [--deterministic] [--graph-cache FILE] [--epochs E] [--no-spectral]
-//       [--random-init] [--hnsw-m M] [--ef-construction E] [--ef E] [--trustworthiness SAMPLE]
+//       [--random-init] [--spectral-tolerance T] [--spectral-only] [--hnsw-m M] [--ef-construction E]
+//       [--ef E] [--trustworthiness SAMPLE]
 //       [--method auto|exact|hnsw|nndescent|ivf] [--nnd-trees T] [--nnd-leaf L] [--nnd-extra X]
 //       [--nnd-candidates C] [--nnd-iterations I] [--nnd-delta D] [--nnd-search-ef E]
 //       [--recall-sample S] [--knn-only] [--tie-recall N] [--ivf-cluster-size S] [--ivf-probes P]
@@ -13,7 +14,8 @@
 // since on a shared machine the minimum is the figure least disturbed by other load.)
 // Prints every repeat and the medians (wall and process CPU seconds) of the kNN
 // search, the fuzzy simplicial set, UMAP as a whole and its spectral initialisation
-// alone, with the recall of the approximate search, and with --trustworthiness SAMPLE
+// alone (at --spectral-tolerance, default umap()'s 1e-3; --spectral-only times nothing
+// else), with the recall of the approximate search, and with --trustworthiness SAMPLE
 // the trustworthiness (k = 15) of each layout on SAMPLE random cells. With --graph-cache the kNN table
 // is read from FILE when it exists (else searched once and written there), and only
 // the fuzzy set and UMAP are timed: a quick loop for UMAP work. --synthetic CELLS
@@ -176,6 +178,8 @@ struct Args {
     int epochs = 0;  ///< 0 = scanpy's default
     bool spectral = true;
     bool random_init = false;
+    double spectral_tolerance = 1e-3;  ///< the spectral init timed alone (umap() uses 1e-3)
+    bool spectral_only = false;        ///< time the spectral init alone, not UMAP
     bool knn_only = false;             ///< time the kNN search and the fuzzy set only
     int tie_recall = 0;                ///< cells for the recall that counts ties (0 = skip)
     std::int64_t synthetic_cells = 0;  ///< > 0: random kNN table instead of --h5ad
@@ -197,6 +201,10 @@ std::optional<Args> parse(int argc, char** argv, int& exit_code) {
     app.add_option("--epochs", args.epochs, "UMAP epochs (0 = scanpy's default)")->check(CLI::NonNegativeNumber);
     app.add_flag_callback("--no-spectral", [&args] { args.spectral = false; }, "do not time the spectral initialisation alone");
     app.add_flag("--random-init", args.random_init, "random UMAP initialisation (times the SGD alone)");
+    app.add_option("--spectral-tolerance", args.spectral_tolerance, "tolerance of the spectral init timed alone")
+        ->capture_default_str()
+        ->check(CLI::PositiveNumber);
+    app.add_flag("--spectral-only", args.spectral_only, "time the spectral initialisation alone (not UMAP)");
     app.add_option("--synthetic", args.synthetic_cells, "random kNN table of this many cells instead of --h5ad")
         ->check(CLI::Range(std::int64_t{1}, std::int64_t{std::numeric_limits<std::int32_t>::max()}));
     app.add_option("--trustworthiness", args.trust_sample, "sampled trustworthiness (k = 15) on this many cells")
@@ -317,24 +325,27 @@ int main(int argc, char** argv) {
             if (args.knn_only) continue;
 
             fathom::UmapOptions options;
-            options.parallelism =
-                args.deterministic ? fathom::UmapParallelism::Deterministic : fathom::UmapParallelism::Hogwild;
-            options.publish_every = 0;
-            options.num_epochs = args.epochs;
-            if (args.random_init) options.init = fathom::UmapInit::Random;
-            watch = Stopwatch();
-            const fathom::UmapResult result = fathom::umap(fuzzy.connectivities, points, options, ctx);
-            record("umap", watch);
-            std::printf("  repeat %d: umap %.2f s wall, %.2f s cpu (%d epochs, %lld edges)\n", repeat, watch.wall_seconds(),
-                        watch.cpu_seconds(), result.num_epochs, static_cast<long long>(result.num_edges));
-            if (args.trust_sample > 0 && !points.empty())
-                std::printf("  repeat %d: trustworthiness (k = 15, %lld sampled cells) %.4f\n", repeat,
-                            static_cast<long long>(args.trust_sample),
-                            sampled_trustworthiness(points, result.embedding, args.trust_sample, 15));
+            if (!args.spectral_only) {
+                options.parallelism =
+                    args.deterministic ? fathom::UmapParallelism::Deterministic : fathom::UmapParallelism::Hogwild;
+                options.publish_every = 0;
+                options.num_epochs = args.epochs;
+                if (args.random_init) options.init = fathom::UmapInit::Random;
+                watch = Stopwatch();
+                const fathom::UmapResult result = fathom::umap(fuzzy.connectivities, points, options, ctx);
+                record("umap", watch);
+                std::printf("  repeat %d: umap %.2f s wall, %.2f s cpu (%d epochs, %lld edges)\n", repeat, watch.wall_seconds(),
+                            watch.cpu_seconds(), result.num_epochs, static_cast<long long>(result.num_edges));
+                if (args.trust_sample > 0 && !points.empty())
+                    std::printf("  repeat %d: trustworthiness (k = 15, %lld sampled cells) %.4f\n", repeat,
+                                static_cast<long long>(args.trust_sample),
+                                sampled_trustworthiness(points, result.embedding, args.trust_sample, 15));
+            }
             if (!args.spectral) continue;
             // The spectral init alone, on the unpruned graph (umap prunes few edges at 200 epochs).
             fathom::SpectralOptions spectral;
             spectral.num_components = options.num_components;
+            spectral.tolerance = args.spectral_tolerance;
             watch = Stopwatch();
             const auto layout = fathom::spectral_layout(fuzzy.connectivities, points, spectral, ctx);
             record("spectral init", watch);

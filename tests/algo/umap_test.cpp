@@ -221,6 +221,42 @@ TEST(Spectral, ThreeComponentsSpanTheNextThreeEigenvectors) {
         for (int b = a + 1; b < 3; ++b) EXPECT_LT(std::fabs(gram(a, b)), 0.01) << a << "," << b;
 }
 
+TEST(Spectral, SinglePrecisionSolveOfALargeComponentMatchesTheDoubleOneOnAnyThreadCount) {
+    // 20000 cells: at UMAP's tolerance the solver keeps its basis in single precision; at
+    // 1e-9 in double. Same eigenvectors 2 and 3 (as a subspace: they may be close to each
+    // other), and the same bits on 1 and 2 threads.
+    const auto points = mixture(20000, 10, 3, 17, 0.7f);
+    const auto graph = graph_of(points);
+    JobContext ctx;
+    SpectralOptions options;
+    options.tolerance = 1e-3;
+    const auto single = spectral_layout(graph, {}, options, ctx);
+    ASSERT_EQ(single.num_graph_components, 1);
+    EXPECT_TRUE(single.converged);
+    options.tolerance = 1e-9;
+    const auto precise = spectral_layout(graph, {}, options, ctx);
+    EXPECT_TRUE(precise.converged);
+    const auto n = graph.num_cells;
+    Eigen::MatrixXd basis(n, 2), ours(n, 2);
+    for (std::int64_t cell = 0; cell < n; ++cell)
+        for (int column = 0; column < 2; ++column) {
+            basis(cell, column) = precise.coordinates(cell, column);
+            ours(cell, column) = single.coordinates(cell, column);
+        }
+    const Eigen::MatrixXd orthonormal = Eigen::HouseholderQR<Eigen::MatrixXd>(basis).householderQ() * Eigen::MatrixXd::Identity(n, 2);
+    for (int column = 0; column < 2; ++column)
+        EXPECT_GT((orthonormal.transpose() * ours.col(column).normalized()).norm(), 0.999) << "column " << column;
+    options.tolerance = 1e-3;
+    {
+        tbb::global_control one(tbb::global_control::max_allowed_parallelism, 1);
+        EXPECT_EQ(spectral_layout(graph, {}, options, ctx).coordinates, single.coordinates);
+    }
+    {
+        tbb::global_control two(tbb::global_control::max_allowed_parallelism, 2);
+        EXPECT_EQ(spectral_layout(graph, {}, options, ctx).coordinates, single.coordinates);
+    }
+}
+
 TEST(Spectral, DisconnectedComponentsArePlacedApart) {
     // Three far-apart clusters and one tiny 3-cell component.
     auto points = mixture(903, 5, 3, 12, 200.0f);
