@@ -65,6 +65,14 @@ struct KnnOptions {
     /// the 100k-cell, 50-PC benchmark set 16 probes reach a recall of 0.997 after one
     /// refinement pass, 12 probes 0.990.
     int ivf_probes = 16;
+    /// IVF: above this many cells the probes grow as ivf_probes * sqrt(num_cells /
+    /// ivf_probes_scale_from), rounded, at most 256; 0 = always ivf_probes. With a fixed
+    /// cluster size a fixed number of probes covers an ever smaller share of each cell
+    /// type: on the 1.3M-cell, 50-PC synthetic benchmark (12 types, the PCs within a type
+    /// mostly noise) 16 probes reach a recall of 0.85 (0.88 with the reverse joins
+    /// below), 48 probes 0.977 (NN-descent: 0.971 at 1.3x the CPU time). 150,000 leaves
+    /// the 100k-cell set at 16 probes and gives 47 at 1.3M cells. >= 0.
+    std::int64_t ivf_probes_scale_from = 150000;
     /// IVF: passes that merge every list with its neighbours' lists; >= 0.
     int ivf_refine_rounds = 1;
     /// IVF: a refinement pass merges a cell's list with the first ivf_refine_fanout
@@ -72,6 +80,8 @@ struct KnnOptions {
     /// 100k-cell benchmark set 10 gives a recall of 0.9960 where 14 gives 0.9964 at 12%
     /// more CPU time for the whole search.
     int ivf_refine_fanout = 10;
+    /// IVF: reverse neighbours a refinement pass also joins per cell (see below). >= 0.
+    int ivf_refine_reverse = 10;
     /// IVF: neighbours kept per cell while searching, beyond the num_neighbors - 1
     /// returned (as nndescent_extra). >= 0, and num_neighbors - 1 + ivf_extra <= 1024.
     /// Longer lists did not raise the recall on the benchmark set (0.9964 with 0 or 2).
