@@ -7,11 +7,14 @@
 /// backend without a GPU. The gpu library is compiled with --fmad=false so that the
 /// device rounds exactly as these host loops do.
 ///
-/// C++17 and no project headers: nvcc compiles this file.
+/// C++17; the only project header is core/backend/log1p_float.hpp (C++17, written for
+/// nvcc too): nvcc compiles this file.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <vector>
+
+#include "core/backend/log1p_float.hpp"
 
 #if defined(__CUDACC__)
 #define FATHOM_HD __host__ __device__
@@ -24,17 +27,25 @@ namespace fathom::gpu::kernels {
 /// The element transform (fathom::ElementTransform's values, as an int for nvcc).
 enum Transform : int { kTransformNone = 0, kTransformLog1p = 1, kTransformExpm1 = 2 };
 
-/// The transform in float32 as NumPy applies it: the double function rounded once to
-/// float32 (the correctly rounded result in all but rare ties; within one ulp of libm's
-/// float functions, which CPU backend uses).
+/// log1p in float32, the CPU backend's arithmetic bit for bit (core/backend/log1p_float.hpp:
+/// NumPy's on AVX512_SKX CPUs). The device runs the inline routine (no contraction under
+/// --fmad=false); host code calls the CPU backend's compiled one.
+FATHOM_HD inline float log1p_value(float value) {
+#if defined(__CUDA_ARCH__)
+    return fathom::log1p_svml::log1p(value);
+#else
+    return fathom::log1p_float(value);
+#endif
+}
+
+/// The transform in float32 as NumPy applies it: log1p as log1p_value; expm1 as the
+/// double function rounded once to float32 (the correctly rounded result in all but rare
+/// ties; within one ulp of libm's expm1f, which the CPU backend uses).
 FATHOM_HD inline float transform_value(float value, int transform) {
-    if (transform == kTransformLog1p) return static_cast<float>(::log1p(static_cast<double>(value)));
+    if (transform == kTransformLog1p) return log1p_value(value);
     if (transform == kTransformExpm1) return static_cast<float>(::expm1(static_cast<double>(value)));
     return value;
 }
-
-/// log1p in float32 for the in-place transform (same rounding as transform_value).
-FATHOM_HD inline float log1p_value(float value) { return transform_value(value, kTransformLog1p); }
 
 /// scipy's inplace_row_scale on float32: one rounding of the exact product.
 FATHOM_HD inline float scale_value(float value, double factor) {

@@ -11,6 +11,7 @@
 #include <tbb/enumerable_thread_specific.h>
 #include <tbb/parallel_for.h>
 
+#include "core/backend/log1p_float.hpp"
 #include "core/backend/projection.hpp"
 #include "core/backend/shard_checks.hpp"
 #include "core/backend/project_kernel.hpp"
@@ -100,10 +101,11 @@ void parallel_rows(const CsrShard& shard, JobContext& ctx, RowFn&& row_fn) {
 
 // ---- argument checks ---------------------------------------------------------------
 
-/// The element transform in float32, as NumPy applies it to a float32 array.
+/// The element transform in float32, as NumPy applies it to a float32 array (log1p:
+/// log1p_float.hpp).
 inline float transform_value(float value, ElementTransform transform) noexcept {
     switch (transform) {
-        case ElementTransform::Log1p: return std::log1p(value);
+        case ElementTransform::Log1p: return log1p_float(value);
         case ElementTransform::Expm1: return std::expm1(value);
         case ElementTransform::None: break;
     }
@@ -509,11 +511,9 @@ void CpuBackend::scale_rows(std::span<const double> factors, JobContext& ctx) {
 
 void CpuBackend::log1p(JobContext& ctx) {
     parallel_rows(m_shard, ctx, [&](std::int64_t row) {
-        for (auto entry = m_shard.row_offsets[static_cast<std::size_t>(row)];
-             entry < m_shard.row_offsets[static_cast<std::size_t>(row) + 1]; ++entry) {
-            float& value = m_shard.values[static_cast<std::size_t>(entry)];
-            value = std::log1p(value);
-        }
+        const auto begin = m_shard.row_offsets[static_cast<std::size_t>(row)];
+        const auto end = m_shard.row_offsets[static_cast<std::size_t>(row) + 1];
+        log1p_float_in_place(m_shard.values.data() + begin, static_cast<std::size_t>(end - begin));
     });
 }
 

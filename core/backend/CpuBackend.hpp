@@ -47,6 +47,14 @@ public:
 
     /// Read access for tests and for code that must see the shard itself.
     const CsrShard& shard() const noexcept { return m_shard; }
+    /// Gives the shard back and leaves the backend without rows: a streaming pass reuses
+    /// one block's arrays for a later block instead of touching fresh memory.
+    CsrShard take_shard() noexcept {
+        CsrShard out = std::move(m_shard);
+        m_shard = CsrShard{};
+        m_shard.num_genes = out.num_genes;
+        return out;
+    }
 
 private:
     struct Trusted {};

@@ -196,22 +196,61 @@ PipelineSettings other_qc_thresholds(const PreprocessOptions& options) {
     return thresholds;
 }
 
+/// Out-of-core Zheng17 on a non-integer X, as zheng17_moments computes it in memory:
+/// filter_genes(min_counts=1) also drops genes with counts whose total is below 1, so
+/// normalize_total's totals are over the kept genes only (NumPy's float32 row sums of
+/// the filtered matrix), which pass 1 cannot know. Two more passes over this process's
+/// rows (the packed rows when held, else the file): the totals over the kept genes, then
+/// the normalised moments with normalize_total's per-cell factors — the in-memory path's
+/// numbers, reduced per shard in global shard order.
+PreprocessResult run_streamed_zheng17_noninteger(const LoadedData& data, const PreprocessOptions& options,
+                                                 JobContext& ctx) {
+    const auto& stats = data.streamed_stats;
+    Zheng17Moments moments;
+    ctx.begin_stage("filter_genes");
+    FilterGenesOptions gene_filter;
+    gene_filter.min_counts = 1.0;
+    moments.gene_filter = filter_genes(stats.qc.gene_total_counts, stats.qc.n_cells_by_counts, gene_filter);
+    ctx.begin_stage("normalize_total");
+    // A non-integer X is a float X (an integer-typed X with negative values is refused
+    // before as scaled), whose totals scanpy sums in float32.
+    std::vector<double> totals =
+        stream_row_sums(*matrix_rows(data), moments.gene_filter.keep, data.stream_layout, ctx);
+    NormalizeTotalOptions normalization;
+    normalization.integer_dtype = options.integer_dtype;
+    moments.normalization = normalize_total_factors(std::move(totals), normalization);
+    ctx.begin_stage("highly_variable_genes");
+    ColumnStats column =
+        stream_column_stats(*matrix_rows(data), moments.normalization.factors, data.stream_layout, ctx);
+    moments.normalized_stats.num_rows = column.num_rows;
+    for (std::size_t gene = 0; gene < column.sum.size(); ++gene) {
+        if (!moments.gene_filter.keep[gene]) continue;
+        moments.normalized_stats.sum.push_back(column.sum[gene]);
+        moments.normalized_stats.sum_squares.push_back(column.sum_squares[gene]);
+        moments.normalized_stats.nnz.push_back(column.nnz[gene]);
+    }
+    PreprocessResult out;
+    out.kept_cells = iota_rows(data.meta.shape.num_cells);
+    out.kept_genes = compose(iota_rows(data.meta.shape.num_genes), moments.gene_filter.keep);
+    out.n_counts_all = moments.normalization.counts_per_cell;
+    out.zheng17 = std::move(moments);
+    return out;
+}
+
 /// Out-of-core Zheng17 up to HVG selection, from the first pass's statistics:
 /// filter_genes(min_counts=1), then the moments of normalize_total's output
 /// (target = median of the non-zero totals) as target * sum(x / total) — the same
 /// quantities the in-memory path computes, up to float32 rounding of the scaled values.
-PreprocessResult run_streamed_preprocess(const LoadedData& data, const PreprocessOptions& options) {
+/// On integer counts filter_genes(min_counts=1) removes only genes without counts, so
+/// the first pass's totals (over every gene) are normalize_total's; on a non-integer X
+/// they are not (run_streamed_zheng17_noninteger).
+PreprocessResult run_streamed_preprocess(const LoadedData& data, const PreprocessOptions& options, JobContext& ctx) {
     if (options.recipe != Recipe::Zheng17 || options.min_counts_per_cell > 0.0 ||
         has_qc_thresholds(other_qc_thresholds(options)))
         throw std::invalid_argument("recipe: datasets streamed from their file (larger than the memory budget) "
                                     "support recipe zheng17 without QC cell filters (min/max counts, min/max genes, "
-                                    "max_pct_counts_mt) only");
-    // The first pass's totals are over every gene; filter_genes(min_counts=1) removes
-    // genes with counts when X is not integer, and the totals would then differ.
-    if (!options.integer_counts)
-        throw std::invalid_argument("recipe: X holds non-integer values, and a dataset streamed from its file "
-                                    "(larger than the memory budget) runs recipe zheng17 on integer counts only: "
-                                    "raise --memory-budget to load it");
+                                    "max_pct_counts_mt) only: raise the memory budget (--memory-budget) to load it");
+    if (!options.integer_counts) return run_streamed_zheng17_noninteger(data, options, ctx);
     PreprocessResult out;
     const auto& stats = data.streamed_stats;
     const auto num_cells = static_cast<double>(data.meta.shape.num_cells);
@@ -247,7 +286,7 @@ PreprocessResult run_streamed_preprocess(const LoadedData& data, const Preproces
 /// normalisation).
 PreprocessResult run_preprocess(const LoadedData& data, const PreprocessOptions& options, std::int64_t num_top_genes,
                                 JobContext& ctx) {
-    if (data.streamed) return run_streamed_preprocess(data, options);
+    if (data.streamed) return run_streamed_preprocess(data, options, ctx);
     PreprocessResult out;
     ShardSet shards;
     std::vector<std::int64_t> cells = iota_rows(data.raw.num_cells());
@@ -370,10 +409,16 @@ ScaleStepResult run_scale(const LoadedData& data, const PreprocessResult& pre, c
         for (auto gene : selected.hvg_genes) keep[static_cast<std::size_t>(gene)] = 1;
         // The packed rows of the first pass when held, else the file again.
         const std::unique_ptr<io::RowSource> source = matrix_rows(data);
-        NormalizeTotalOptions normalization;
-        normalization.target_sum = pre.streamed_target;
-        normalization.integer_dtype = options.integer_dtype;
-        ShardSet block = stream_gene_block(*source, normalization, keep, data.stream_layout, ctx);
+        ShardSet block;
+        if (pre.zheng17) {
+            // Non-integer X: normalize_total's factors from the totals over the kept genes.
+            block = stream_gene_block(*source, pre.zheng17->normalization.factors, keep, data.stream_layout, ctx);
+        } else {
+            NormalizeTotalOptions normalization;
+            normalization.target_sum = pre.streamed_target;
+            normalization.integer_dtype = options.integer_dtype;
+            block = stream_gene_block(*source, normalization, keep, data.stream_layout, ctx);
+        }
         out.scaling = zheng17_finish(block, zheng17, ctx).scaling;
         out.hvg_block = std::move(block);
         out.block_cells = pre.kept_cells;

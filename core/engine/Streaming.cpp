@@ -7,6 +7,7 @@
 #include <cmath>
 #include <future>
 #include <stdexcept>
+#include <string>
 
 #include "core/backend/CpuBackend.hpp"
 
@@ -31,12 +32,16 @@ public:
     }
 
     /// The next block's rows [first, last), or false after the last block. Rethrows a
-    /// read error of that block.
+    /// read error of that block. What `rows` held before (the caller's previous block,
+    /// given back) is recycled: the block after this one is read into its arrays, so a
+    /// pass touches the memory of two blocks instead of fresh pages for every block.
     bool next(CsrShard& rows, std::int64_t& first, std::int64_t& last) {
         if (!m_pending.valid()) return false;
         first = m_pending_begin;
         last = m_pending_end;
+        CsrShard previous = std::move(rows);
         rows = m_pending.get();
+        m_spare = std::move(previous);
         launch();
         return true;
     }
@@ -47,10 +52,20 @@ private:
         m_pending_begin = m_next;
         m_pending_end = std::min(m_end, m_next + m_block_rows);
         m_next = m_pending_end;
-        m_pending = std::async(std::launch::async, [this, begin = m_pending_begin, end = m_pending_end] {
-            return m_source.read_rows(begin, end);
+        CsrShard arrays = std::move(m_spare);
+        m_spare = CsrShard{};
+        m_pending = std::async(std::launch::async, [this, begin = m_pending_begin, end = m_pending_end,
+                                                    rows = std::move(arrays)]() mutable {
+            rows.row_begin = begin;
+            rows.row_offsets.assign(1, 0);
+            rows.gene_indices.clear();
+            rows.values.clear();
+            m_source.append_rows(begin, end, rows);
+            return std::move(rows);
         });
     }
+
+    CsrShard m_spare;  ///< a finished block's arrays, for the next read
 
     io::RowSource& m_source;
     std::int64_t m_next = 0, m_end = 0, m_block_rows = 1;
@@ -155,6 +170,7 @@ ShardStatistics shard_statistics(io::RowSource& source, const RowRange& range, s
                 [](bool left, bool right) { return left && right; });
         }
         keeper.add(block.shard());
+        rows_read = block.take_shard();  // its arrays take a later block
         ctx.report(static_cast<double>(end) / static_cast<double>(std::max<std::int64_t>(1, num_cells)));
     }
     return part;
@@ -281,9 +297,13 @@ ShardSet stream_gene_block(io::RowSource& source, const NormalizeTotalOptions& n
     return stream_gene_block(source, normalization, keep, ShardLayout::single(ranges), ctx, block_rows);
 }
 
-ShardSet stream_gene_block(io::RowSource& source, const NormalizeTotalOptions& normalization,
-                           std::span<const std::uint8_t> keep, const ShardLayout& layout, JobContext& ctx,
-                           std::int64_t block_rows) {
+namespace {
+
+/// Pass 2 over this process's shards of `layout`: each block of rows [begin, end) is
+/// normalised by `normalise(block, begin, end)` (a one-shard set), then cut to `keep`.
+template <typename Normalise>
+ShardSet gene_block(io::RowSource& source, std::span<const std::uint8_t> keep, const ShardLayout& layout,
+                    JobContext& ctx, std::int64_t block_rows, Normalise&& normalise) {
     const MatrixShape shape = source.shape();
     std::int64_t kept_genes = 0;
     for (auto flag : keep) kept_genes += flag;
@@ -296,30 +316,180 @@ ShardSet stream_gene_block(io::RowSource& source, const NormalizeTotalOptions& n
         BlockReader reader(source, range.begin, range.end, block_rows);
         CsrShard rows;
         std::int64_t begin = 0, end = 0;
+        // The blocks' kept columns, joined once their total size is known: one copy into
+        // memory of the exact size (growing the shard block by block and trimming it
+        // touched and copied about three times as much).
+        std::vector<CsrShard> parts;
+        std::int64_t part_rows = 0, part_entries = 0;
         while (reader.next(rows, begin, end)) {
             ctx.checkpoint();
             rows.row_begin = 0;  // a one-shard set of its own
             std::vector<std::unique_ptr<Backend>> one;
             one.push_back(std::make_unique<CpuBackend>(std::move(rows), 0));
             ShardSet block(std::move(one), shape.num_genes);
-            normalize_total(block, normalization, ctx);
+            normalise(block, begin, end);
             block.subset_columns(keep, ctx);
-            const CsrShard& part = static_cast<const CpuBackend&>(block.shard(0)).shard();
+            parts.push_back(static_cast<CpuBackend&>(block.shard(0)).take_shard());
+            part_rows += parts.back().num_rows();
+            part_entries += parts.back().nnz();
+            ctx.report(static_cast<double>(end) / static_cast<double>(std::max<std::int64_t>(1, shape.num_cells)));
+        }
+        if (parts.size() == 1) {  // one block: its arrays become the shard's
+            const std::int64_t first_row = shard.row_begin;
+            shard = std::move(parts.front());
+            shard.row_begin = first_row;
+            parts.clear();
+        }
+        shard.row_offsets.reserve(static_cast<std::size_t>(part_rows) + 1);
+        shard.gene_indices.reserve(static_cast<std::size_t>(part_entries));
+        shard.values.reserve(static_cast<std::size_t>(part_entries));
+        for (CsrShard& part : parts) {
             const std::int64_t base = shard.row_offsets.back();
             for (std::size_t row = 1; row < part.row_offsets.size(); ++row)
                 shard.row_offsets.push_back(base + part.row_offsets[row]);
             shard.gene_indices.insert(shard.gene_indices.end(), part.gene_indices.begin(), part.gene_indices.end());
             shard.values.insert(shard.values.end(), part.values.begin(), part.values.end());
-            ctx.report(static_cast<double>(end) / static_cast<double>(std::max<std::int64_t>(1, shape.num_cells)));
+            part = CsrShard{};  // freed as soon as it is copied
         }
-        shard.row_offsets.shrink_to_fit();
-        shard.gene_indices.shrink_to_fit();
-        shard.values.shrink_to_fit();
         backends.push_back(std::make_unique<CpuBackend>(std::move(shard), shard_index));
     }
     if (layout.distributed())
         return ShardSet::distributed(std::move(backends), kept_genes, layout.comm, layout.layout, layout.first);
     return ShardSet(std::move(backends), kept_genes);
+}
+
+/// Throws unless `values` holds one entry per cell of `source`.
+void check_per_cell(const char* function, const char* name, std::size_t size, const MatrixShape& shape) {
+    if (static_cast<std::int64_t>(size) != shape.num_cells)
+        throw std::invalid_argument(std::string(function) + ": " + name + " has " + std::to_string(size) +
+                                    " entries for " + std::to_string(shape.num_cells) + " cells");
+}
+
+/// Every rank's parts (each rank's in its own order), in rank order; this rank's own
+/// `parts` are moved in. One process: `parts`.
+template <typename Part, typename Write, typename Read>
+std::vector<Part> gather_in_rank_order(std::vector<Part> parts, const ShardLayout& layout, Write write, Read read) {
+    if (!layout.distributed()) return parts;
+    ByteWriter out;
+    for (const Part& part : parts) write(out, part);
+    const std::vector<Bytes> gathered = layout.comm->all_gather(out.bytes());
+    std::vector<Part> all;
+    for (std::size_t rank = 0; rank < gathered.size(); ++rank) {
+        if (static_cast<int>(rank) == layout.comm->rank()) {
+            for (Part& part : parts) all.push_back(std::move(part));
+            continue;
+        }
+        ByteReader in(gathered[rank]);
+        while (!in.done()) all.push_back(read(in));
+    }
+    return all;
+}
+
+}  // namespace
+
+ShardSet stream_gene_block(io::RowSource& source, const NormalizeTotalOptions& normalization,
+                           std::span<const std::uint8_t> keep, const ShardLayout& layout, JobContext& ctx,
+                           std::int64_t block_rows) {
+    return gene_block(source, keep, layout, ctx, block_rows,
+                      [&](ShardSet& block, std::int64_t, std::int64_t) { normalize_total(block, normalization, ctx); });
+}
+
+ShardSet stream_gene_block(io::RowSource& source, std::span<const double> row_factors,
+                           std::span<const std::uint8_t> keep, const ShardLayout& layout, JobContext& ctx,
+                           std::int64_t block_rows) {
+    check_per_cell("stream_gene_block", "row_factors", row_factors.size(), source.shape());
+    return gene_block(source, keep, layout, ctx, block_rows, [&](ShardSet& block, std::int64_t begin, std::int64_t end) {
+        block.scale_rows(row_factors.subspan(static_cast<std::size_t>(begin), static_cast<std::size_t>(end - begin)), ctx);
+    });
+}
+
+std::vector<double> stream_row_sums(io::RowSource& source, std::span<const std::uint8_t> keep,
+                                    const ShardLayout& layout, JobContext& ctx, std::int64_t block_rows) {
+    const MatrixShape shape = source.shape();
+    if (static_cast<std::int64_t>(keep.size()) != shape.num_genes)
+        throw std::invalid_argument("stream_row_sums: keep has " + std::to_string(keep.size()) + " flags for " +
+                                    std::to_string(shape.num_genes) + " genes");
+    std::vector<double> sums;
+    for (const RowRange& range : layout.local()) {
+        BlockReader reader(source, range.begin, range.end, block_rows);
+        CsrShard rows;
+        std::int64_t begin = 0, end = 0;
+        while (reader.next(rows, begin, end)) {
+            ctx.checkpoint();
+            rows.row_begin = 0;  // a one-shard set of its own
+            std::vector<std::unique_ptr<Backend>> one;
+            one.push_back(std::make_unique<CpuBackend>(std::move(rows), 0));
+            const ShardSet block(std::move(one), shape.num_genes);
+            const std::vector<double> part = numpy_float32_row_sums(block, keep, ctx);
+            sums.insert(sums.end(), part.begin(), part.end());
+            ctx.report(static_cast<double>(end) / static_cast<double>(std::max<std::int64_t>(1, shape.num_cells)));
+        }
+    }
+    // The ranks' rows follow each other in rank order.
+    std::vector<std::vector<double>> parts;
+    parts.push_back(std::move(sums));
+    parts = gather_in_rank_order(
+        std::move(parts), layout, [](ByteWriter& out, const std::vector<double>& part) { out.put_vector<double>(part); },
+        [](ByteReader& in) { return in.get_vector<double>(); });
+    std::vector<double> all;
+    all.reserve(static_cast<std::size_t>(shape.num_cells));
+    for (const auto& part : parts) all.insert(all.end(), part.begin(), part.end());
+    check_per_cell("stream_row_sums", "the rows read", all.size(), shape);
+    return all;
+}
+
+ColumnStats stream_column_stats(io::RowSource& source, std::span<const double> row_scale, const ShardLayout& layout,
+                                JobContext& ctx, std::int64_t block_rows) {
+    const MatrixShape shape = source.shape();
+    check_per_cell("stream_column_stats", "row_scale", row_scale.size(), shape);
+    const auto num_genes = static_cast<std::size_t>(shape.num_genes);
+    const auto empty = [num_genes] {
+        ColumnStats stats;
+        stats.sum.assign(num_genes, 0.0);
+        stats.sum_squares.assign(num_genes, 0.0);
+        stats.nnz.assign(num_genes, 0);
+        return stats;
+    };
+    std::vector<ColumnStats> parts;
+    for (const RowRange& range : layout.local()) {
+        ColumnStats part = empty();
+        BlockReader reader(source, range.begin, range.end, block_rows);
+        CsrShard rows;
+        std::int64_t begin = 0, end = 0;
+        while (reader.next(rows, begin, end)) {
+            ctx.checkpoint();
+            rows.row_begin = 0;
+            const CpuBackend block(std::move(rows), 0);
+            ColumnStatsRequest request;
+            request.row_scale = row_scale.subspan(static_cast<std::size_t>(begin), static_cast<std::size_t>(end - begin));
+            accumulate(part, block.column_stats(request, ctx));
+            ctx.report(static_cast<double>(end) / static_cast<double>(std::max<std::int64_t>(1, shape.num_cells)));
+        }
+        parts.push_back(std::move(part));
+    }
+    parts = gather_in_rank_order(
+        std::move(parts), layout,
+        [](ByteWriter& out, const ColumnStats& part) {
+            out.put(part.num_rows);
+            out.put_vector<double>(part.sum);
+            out.put_vector<double>(part.sum_squares);
+            out.put_vector<std::int64_t>(part.nnz);
+        },
+        [](ByteReader& in) {
+            ColumnStats part;
+            part.num_rows = in.get<std::int64_t>();
+            part.sum = in.get_vector<double>();
+            part.sum_squares = in.get_vector<double>();
+            part.nnz = in.get_vector<std::int64_t>();
+            return part;
+        });
+    if (parts.size() != layout.layout.size())
+        throw std::runtime_error("stream_column_stats: gathered " + std::to_string(parts.size()) + " partials for " +
+                                 std::to_string(layout.layout.size()) + " shards");
+    // Added in global shard order, as ShardSet::column_stats adds its shards'.
+    ColumnStats total = empty();
+    for (const ColumnStats& part : parts) accumulate(total, part);
+    return total;
 }
 
 std::vector<std::vector<float>> stream_gene_columns(io::RowSource& source, std::span<const std::int64_t> row_offsets,

@@ -375,24 +375,25 @@ H5adStreamWriter::~H5adStreamWriter() = default;
 std::int64_t H5adStreamWriter::rows_written() const noexcept { return m_impl->x ? m_impl->x->rows_written() : 0; }
 std::int64_t H5adStreamWriter::nnz_written() const noexcept { return m_impl->x ? m_impl->x->nnz() : 0; }
 
+namespace {
+
+// The checks append_rows makes before the appender validates the rows themselves.
+template <class Rows>
+void append_declared_rows(std::optional<CsrAppender>& x, std::int64_t num_cells, const Rows& rows) {
+    if (!x) throw std::logic_error("append_rows after a failure or commit");
+    if (rows.row_end() > num_cells)
+        throw std::logic_error("rows beyond the declared " + std::to_string(num_cells) + " cells");
+    x->append(rows);
+}
+
+}  // namespace
+
 void H5adStreamWriter::append_rows(const CsrShard& rows) {
-    Impl& impl = *m_impl;
-    impl.run([&] {
-        if (!impl.x) throw std::logic_error("append_rows after a failure or commit");
-        if (rows.row_end() > impl.shape.num_cells)
-            throw std::logic_error("rows beyond the declared " + std::to_string(impl.shape.num_cells) + " cells");
-        impl.x->append(rows);
-    });
+    m_impl->run([&] { append_declared_rows(m_impl->x, m_impl->shape.num_cells, rows); });
 }
 
 void H5adStreamWriter::append_rows(const CsrRowsView& rows) {
-    Impl& impl = *m_impl;
-    impl.run([&] {
-        if (!impl.x) throw std::logic_error("append_rows after a failure or commit");
-        if (rows.row_end() > impl.shape.num_cells)
-            throw std::logic_error("rows beyond the declared " + std::to_string(impl.shape.num_cells) + " cells");
-        impl.x->append(rows);
-    });
+    m_impl->run([&] { append_declared_rows(m_impl->x, m_impl->shape.num_cells, rows); });
 }
 
 void H5adStreamWriter::commit(const Dataset& meta) {

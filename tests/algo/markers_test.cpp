@@ -677,8 +677,10 @@ TEST_P(ScanpyMarkers, TopTenAgreeWithScanpy) {
                          std::to_string(their_scores[position]);
             // Exact statistics differ from scanpy by design where scanpy's float32
             // variance of an all-zero group is negative (score 0 in scanpy): reported only.
+            // (With the C library's log1pf in place of NumPy's AVX-512 log1p, the
+            // emulated run kept only 8 of scanpy's 10 on neurons10k.)
             if (run != Mode::Exact || !input.standardised) {
-                EXPECT_GE(overlap, run == Mode::EmulatedReferenceScale ? 9 : 8)
+                EXPECT_GE(overlap, run == Mode::EmulatedReferenceScale ? 10 : 9)
                     << name << " (" << mode << ") cluster " << group << ": ours, scanpy's:" << lists;
             }
             // Every gene in both lists: score (float32 in scanpy), p-values, fold change

@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/io/RowSource.hpp"
+#include "tests/support/h5ad_fixtures.hpp"
 #include "tests/support/paths.hpp"
 #include "tests/support/python.hpp"
 #include "tests/support/tenx_fixtures.hpp"
@@ -45,17 +47,28 @@ anndata.AnnData(X=X, obs=obs, var=var).write_h5ad(sys.argv[1])
 TEST(CliRead, RecipeOnNonIntegerXRunsAndWarns) {
     FATHOM_REQUIRE_PYTHON("anndata", "pandas", "scipy");
     const auto folder = test::temp_dir("cli-read-noninteger-run");
-    const auto out = (folder / "out.h5ad").string(), report = (folder / "report.json").string();
-    const auto result = run_command(cli + " run " + shell_quote(noninteger_input()) +
-                                    " --recipe zheng17 --n-top-genes 40 --n-pcs 5 --out " + shell_quote(out) +
-                                    " --report " + shell_quote(report) + " 2>&1");
-    ASSERT_EQ(result.exit_code, 0) << result.output;
-    const std::string warning = "X holds non-integer values: Zheng17 expects raw counts";
-    EXPECT_NE(result.output.find("fathom-cli: warning: " + warning), std::string::npos) << result.output;
-    std::ifstream in(report);
-    const auto json = nlohmann::json::parse(in);
-    ASSERT_EQ(json.at("warnings").size(), 1u);
-    EXPECT_EQ(json["warnings"][0].get<std::string>().rfind(warning, 0), 0u) << json["warnings"];
+    // In memory, and streamed from the file (--memory-budget -1): the same warning, the
+    // same results.
+    std::vector<Dataset> outputs;
+    for (const std::string budget : {"", " --memory-budget -1"}) {
+        const auto out = (folder / ("out" + std::to_string(outputs.size()) + ".h5ad")).string();
+        const auto report = (folder / "report.json").string();
+        const auto result = run_command(cli + " run " + shell_quote(noninteger_input()) +
+                                        " --recipe zheng17 --n-top-genes 40 --n-pcs 5" + budget + " --out " +
+                                        shell_quote(out) + " --report " + shell_quote(report) + " 2>&1");
+        ASSERT_EQ(result.exit_code, 0) << budget << "\n" << result.output;
+        const std::string warning = "X holds non-integer values: Zheng17 expects raw counts";
+        EXPECT_NE(result.output.find("fathom-cli: warning: " + warning), std::string::npos) << result.output;
+        std::ifstream in(report);
+        const auto json = nlohmann::json::parse(in);
+        ASSERT_EQ(json.at("warnings").size(), 1u);
+        EXPECT_EQ(json["warnings"][0].get<std::string>().rfind(warning, 0), 0u) << json["warnings"];
+        EXPECT_EQ(json.at("ranks")[0].at("streamed").get<bool>(), !budget.empty());
+        outputs.push_back(io::open_dataset(out).meta);
+    }
+    test::expect_tables_equal(outputs[1].obs, outputs[0].obs);
+    test::expect_tables_equal(outputs[1].var, outputs[0].var);
+    EXPECT_EQ(outputs[1].obsm.at("X_pca").values(), outputs[0].obsm.at("X_pca").values());
     // info says what X holds and how that was decided.
     const auto info = run_command(cli + " info " + shell_quote(noninteger_input()) + " 2>&1");
     ASSERT_EQ(info.exit_code, 0) << info.output;

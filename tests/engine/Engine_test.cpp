@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <atomic>
+#include <cstring>
 #include <future>
 #include <set>
 #include <thread>
@@ -14,9 +15,12 @@
 #include "core/engine/settings_schema.hpp"
 #include "core/backend/ShardSet.hpp"
 #include "core/io/RowSource.hpp"
+#include "core/io/ShardedCsrSource.hpp"
+#include "core/io/h5ad_writer.hpp"
 #include "core/io/synth.hpp"
 #include "tests/engine/engine_jobs.hpp"
 #include "tests/support/paths.hpp"
+#include "tests/support/thread_comm.hpp"
 
 namespace fathom {
 namespace {
@@ -427,6 +431,161 @@ TEST(Engine, PackedOutOfCoreRunGivesThePlainStreamedResultsBitForBit) {
     const CsrShard original = io::open_dataset(dataset_path()).source->read_rows(0, opened.meta.shape.num_cells);
     EXPECT_EQ(exported[1].gene_indices, original.gene_indices);
     EXPECT_EQ(exported[1].values, original.values);
+}
+
+/// Genes of the non-integer dataset whose counts are scaled to a total of 0.5: they have
+/// counts, and filter_genes(min_counts=1) drops them.
+bool scaled_below_one(std::int32_t gene) { return gene % 50 == 3; }
+
+/// dataset_path()'s counts times random factors in [0.3, 1.7) (as ambient-corrected
+/// counts), with the genes of scaled_below_one() totalling 0.5: a non-integer X.
+const std::string& noninteger_dataset_path() {
+    static const std::string path = [] {
+        const std::string file = (test::temp_dir("engine-noninteger") / "noninteger.h5ad").string();
+        io::OpenedDataset opened = io::open_dataset(dataset_path());
+        CsrShard rows = opened.source->read_rows(0, opened.meta.shape.num_cells);
+        std::uint64_t state = 12345;
+        std::vector<double> gene_totals(static_cast<std::size_t>(opened.meta.shape.num_genes), 0.0);
+        for (std::size_t entry = 0; entry < rows.values.size(); ++entry) {
+            state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+            rows.values[entry] *= 0.3f + 1.4f * static_cast<float>(state >> 40) / static_cast<float>(1ULL << 24);
+            gene_totals[static_cast<std::size_t>(rows.gene_indices[entry])] += rows.values[entry];
+        }
+        for (std::size_t entry = 0; entry < rows.values.size(); ++entry)
+            if (scaled_below_one(rows.gene_indices[entry]))
+                rows.values[entry] = static_cast<float>(rows.values[entry] * 0.5 /
+                                                        gene_totals[static_cast<std::size_t>(rows.gene_indices[entry])]);
+        std::vector<CsrShard> shards;
+        shards.push_back(std::move(rows));
+        const ShardedCsr matrix(opened.meta.shape, std::move(shards));
+        io::ShardedCsrSource source(matrix);
+        io::write_h5ad(file, opened.meta, &source);
+        return file;
+    }();
+    return path;
+}
+
+/// The same bits (NaN included).
+template <typename T>
+bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
+    return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);
+}
+
+TEST(Engine, StreamedZheng17OnNonIntegerXGivesTheInMemoryResults) {
+    // Zheng17 on a non-integer X drops genes that have counts (total below 1), so
+    // normalize_total's totals are over the kept genes only (NumPy float32 sums): the
+    // streamed run takes them, and the moments, in passes of their own after the first.
+    // In memory, streamed from the file (budget -1) and from the packed rows, the same
+    // results; over 2 ranks (threads) the same bits as one process with as many shards.
+    PipelineSettings settings = small_settings();
+    settings.run_neighbors = false;
+    const std::string& path = noninteger_dataset_path();
+    const io::OpenedDataset opened = io::open_dataset(path);
+    const std::int64_t csr_bytes = 8 * (opened.meta.shape.num_cells + 1) + 8 * opened.meta.nnz;
+    const auto run_engine = [&](EngineConfig config, const char* storage) {
+        Engine engine(config);
+        const auto status = finish(engine.open(path));
+        EXPECT_EQ(status.state, JobState::Succeeded) << status.message;
+        const auto ran = finish(engine.run(settings));
+        EXPECT_EQ(ran.state, JobState::Succeeded) << storage << ": " << ran.message;
+        const auto snapshot = engine.snapshot();
+        EXPECT_EQ(snapshot->dataset->matrix_storage, storage);
+        EXPECT_FALSE(snapshot->dataset->integer_counts);
+        EXPECT_EQ(snapshot->warnings.size(), 1u) << storage;
+        if (!snapshot->warnings.empty()) {
+            EXPECT_EQ(snapshot->warnings[0].rfind("X holds non-integer values: Zheng17 expects raw counts", 0), 0u)
+                << snapshot->warnings[0];
+        }
+        return snapshot;
+    };
+    struct Run {
+        std::int64_t budget;
+        const char* storage;
+    };
+    std::vector<std::shared_ptr<const AnalysisSnapshot>> snapshots;
+    for (const Run run : {Run{0, "memory"}, Run{-1, "file"}, Run{csr_bytes - 1, "packed"}}) {
+        EngineConfig config{"cpu:2"};
+        config.memory_budget_bytes = run.budget;
+        snapshots.push_back(run_engine(config, run.storage));
+        ASSERT_TRUE(snapshots.back()->obsm.count("X_pca")) << run.storage;
+    }
+    const auto column = [](const AnalysisSnapshot& snapshot, const char* name, auto type) {
+        return std::get<decltype(type)>(snapshot.var->find(name)->data).values;
+    };
+    const auto obs_column = [](const AnalysisSnapshot& snapshot, const char* name) {
+        return std::get<FloatColumn>(snapshot.obs->find(name)->data).values;
+    };
+    const auto bits = [](const DenseMatrix<float>& matrix) {
+        return std::vector<float>(matrix.data(), matrix.data() + matrix.rows() * matrix.cols());
+    };
+    const auto& loaded = *snapshots[0];
+    // The genes scaled below 1 (those with counts) were dropped before normalising: no
+    // HVG statistics, and the cells' totals leave out their values.
+    const CsrShard all = opened.source->read_rows(0, opened.meta.shape.num_cells);
+    std::vector<double> gene_totals(static_cast<std::size_t>(all.num_genes), 0.0);
+    for (std::size_t entry = 0; entry < all.values.size(); ++entry)
+        gene_totals[static_cast<std::size_t>(all.gene_indices[entry])] += all.values[entry];
+    const auto means = column(loaded, "means", FloatColumn{});
+    int dropped_with_counts = 0;
+    for (std::int32_t gene = 0; gene < static_cast<std::int32_t>(means.size()); ++gene)
+        if (scaled_below_one(gene) && gene_totals[static_cast<std::size_t>(gene)] > 0.0) {
+            EXPECT_LT(gene_totals[static_cast<std::size_t>(gene)], 1.0) << gene;
+            EXPECT_TRUE(std::isnan(means[static_cast<std::size_t>(gene)])) << gene;
+            ++dropped_with_counts;
+        }
+    EXPECT_GT(dropped_with_counts, 5);
+    const auto n_counts_all = obs_column(loaded, "n_counts_all");
+    int cells_below = 0;
+    for (std::int64_t cell = 0; cell < all.num_rows(); ++cell) {
+        double row_total = 0.0;
+        for (auto entry = all.row_offsets[cell]; entry < all.row_offsets[cell + 1]; ++entry) row_total += all.values[entry];
+        cells_below += n_counts_all[static_cast<std::size_t>(cell)] < row_total - 1e-3;
+    }
+    EXPECT_GT(cells_below, 100);
+    for (std::size_t index = 1; index < snapshots.size(); ++index) {
+        const auto& streamed = *snapshots[index];
+        EXPECT_TRUE(streamed.dataset->streamed);
+        EXPECT_EQ(column(streamed, "highly_variable", BoolColumn{}), column(loaded, "highly_variable", BoolColumn{}));
+        EXPECT_TRUE(same_bits(column(streamed, "means", FloatColumn{}), means)) << index;
+        EXPECT_TRUE(same_bits(column(streamed, "dispersions", FloatColumn{}), column(loaded, "dispersions", FloatColumn{})))
+            << index;
+        EXPECT_TRUE(same_bits(obs_column(streamed, "n_counts_all"), n_counts_all)) << index;
+        // One block per shard: the in-memory shards' arithmetic, so X_pca's bits too.
+        EXPECT_EQ(bits(*streamed.obsm.at("X_pca")), bits(*loaded.obsm.at("X_pca"))) << index;
+    }
+
+    // What streaming still cannot run is refused in the user's words.
+    {
+        EngineConfig config{"cpu:2"};
+        config.memory_budget_bytes = -1;
+        Engine engine(config);
+        ASSERT_EQ(finish(engine.open(path)).state, JobState::Succeeded);
+        PipelineSettings seurat = settings;
+        seurat.recipe = Recipe::Seurat;
+        const auto refused = finish(engine.run(seurat));
+        EXPECT_EQ(refused.failure, FailureKind::Option) << refused.message;
+        EXPECT_NE(refused.message.find("support recipe zheng17"), std::string::npos) << refused.message;
+        EXPECT_NE(refused.message.find("--memory-budget"), std::string::npos) << refused.message;
+    }
+
+    // Two ranks with two shards each, streaming their own rows: one process's four shards.
+    EngineConfig one{"cpu:4"};
+    one.memory_budget_bytes = -1;
+    const auto whole = run_engine(one, "file");
+    std::vector<std::shared_ptr<const AnalysisSnapshot>> ranks(2);
+    test::run_ranks(2, [&](Comm& comm) {
+        EngineConfig config{"cpu:2"};
+        config.memory_budget_bytes = -1;
+        config.comm = std::shared_ptr<Comm>(std::shared_ptr<Comm>{}, &comm);
+        ranks[static_cast<std::size_t>(comm.rank())] = run_engine(config, "file");
+    });
+    for (const auto& rank : ranks) {
+        ASSERT_TRUE(rank && rank->obsm.count("X_pca"));
+        EXPECT_EQ(column(*rank, "highly_variable", BoolColumn{}), column(*whole, "highly_variable", BoolColumn{}));
+        EXPECT_TRUE(same_bits(column(*rank, "dispersions", FloatColumn{}), column(*whole, "dispersions", FloatColumn{})));
+        EXPECT_TRUE(same_bits(obs_column(*rank, "n_counts_all"), obs_column(*whole, "n_counts_all")));
+        EXPECT_EQ(bits(*rank->obsm.at("X_pca")), bits(*whole->obsm.at("X_pca")));
+    }
 }
 
 TEST(Engine, GeneValuesMatchABruteForceRead) {

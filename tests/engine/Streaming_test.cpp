@@ -7,8 +7,10 @@
 
 #include "core/backend/CpuBackend.hpp"
 #include "core/io/RowSource.hpp"
+#include "core/io/ShardedCsrSource.hpp"
 #include "core/io/synth.hpp"
 #include "tests/support/paths.hpp"
+#include "tests/support/simulate.hpp"
 #include "tests/support/thread_comm.hpp"
 
 namespace fathom::detail {
@@ -186,6 +188,77 @@ TEST(Streaming, RanksStreamingTheirShardsGetTheOneProcessResultsBitForBit) {
             EXPECT_EQ(columns, expected);
         });
     }
+}
+
+// Zheng17 on a non-integer X (streamed): the totals over the kept genes, the scaled
+// moments and the HVG block with given factors are the in-memory primitives' numbers —
+// the same bits when every shard is one block — and do not depend on the ranks.
+TEST(Streaming, KeptGeneTotalsScaledMomentsAndFactorBlockAreTheInMemoryOnesOnAnyRanks) {
+    test::SimulationOptions simulation;
+    simulation.num_cells = 1200;
+    simulation.num_genes = 90;
+    simulation.integer_counts = false;
+    simulation.seed = 4;
+    const CsrShard whole = test::simulate_counts(simulation);
+    std::vector<CsrShard> one;
+    one.push_back(whole);
+    const ShardedCsr matrix(MatrixShape{whole.num_rows(), whole.num_genes}, std::move(one));
+    io::ShardedCsrSource source(matrix);
+    const std::vector<std::int64_t> offsets = source.row_offsets();
+    std::vector<std::uint8_t> keep(90, 1);
+    for (std::size_t gene = 2; gene < keep.size(); gene += 5) keep[gene] = 0;
+    JobContext ctx;
+    const ShardLayout single = ShardLayout::single(plan_row_ranges(offsets, 6));
+    const ShardSet loaded = ShardSet::make_cpu(test::split_into_shards(whole, single.layout));
+    const std::vector<double> want_sums = numpy_float32_row_sums(loaded, keep, ctx);
+    const std::vector<double> factors = normalize_total_factors(want_sums, NormalizeTotalOptions{}).factors;
+    ColumnStatsRequest request;
+    request.row_scale = factors;
+    const ColumnStats want = loaded.column_stats(request, ctx);
+    ShardSet want_block = loaded.clone_columns(keep, ctx);
+    want_block.scale_rows(factors, ctx);
+
+    // One block per shard: the in-memory bits.
+    EXPECT_EQ(stream_row_sums(source, keep, single, ctx, 1 << 20), want_sums);
+    const ColumnStats got = stream_column_stats(source, factors, single, ctx, 1 << 20);
+    EXPECT_EQ(got.num_rows, want.num_rows);
+    EXPECT_EQ(got.sum, want.sum);
+    EXPECT_EQ(got.sum_squares, want.sum_squares);
+    EXPECT_EQ(got.nnz, want.nnz);
+    const ShardSet block = stream_gene_block(source, factors, keep, single, ctx, 1 << 20);
+    ASSERT_EQ(block.num_shards(), want_block.num_shards());
+    for (int shard = 0; shard < block.num_shards(); ++shard) {
+        const CsrShard a = block.shard(shard).to_host(), b = want_block.shard(shard).to_host();
+        EXPECT_EQ(a.row_offsets, b.row_offsets);
+        EXPECT_EQ(a.gene_indices, b.gene_indices);
+        EXPECT_EQ(a.values, b.values);
+    }
+    // Blocks that do not align with the shards: the row sums are the same (row-local),
+    // the moments the same up to the order of the additions.
+    const std::vector<double> sums = stream_row_sums(source, keep, single, ctx, 77);
+    EXPECT_EQ(sums, want_sums);
+    const ColumnStats blocks = stream_column_stats(source, factors, single, ctx, 77);
+    for (std::size_t gene = 0; gene < want.sum.size(); ++gene) {
+        EXPECT_NEAR(blocks.sum[gene], want.sum[gene], 1e-12 * (1 + want.sum[gene])) << gene;
+        EXPECT_NEAR(blocks.sum_squares[gene], want.sum_squares[gene], 1e-12 * (1 + want.sum_squares[gene])) << gene;
+    }
+    EXPECT_EQ(blocks.nnz, want.nnz);
+    for (const int ranks : {2, 3}) {
+        test::run_ranks(ranks, [&](Comm& comm) {
+            JobContext rank_ctx;
+            io::ShardedCsrSource mine(matrix);
+            const ShardLayout layout = ShardLayout::over_ranks(offsets, 6 / ranks, ShardBalance::ByNnz, borrowed(comm));
+            ASSERT_EQ(layout.layout, single.layout);
+            EXPECT_EQ(stream_row_sums(mine, keep, layout, rank_ctx, 77), want_sums);
+            const ColumnStats part = stream_column_stats(mine, factors, layout, rank_ctx, 77);
+            EXPECT_EQ(part.num_rows, blocks.num_rows);
+            EXPECT_EQ(part.sum, blocks.sum);  // same order of sums: same bits
+            EXPECT_EQ(part.sum_squares, blocks.sum_squares);
+            EXPECT_EQ(part.nnz, blocks.nnz);
+        });
+    }
+    // Factors must cover every cell.
+    EXPECT_THROW(stream_column_stats(source, std::span<const double>(factors).first(10), single, ctx), std::invalid_argument);
 }
 
 }  // namespace

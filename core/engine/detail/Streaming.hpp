@@ -91,6 +91,30 @@ ShardSet stream_gene_block(io::RowSource& source, const NormalizeTotalOptions& n
                            std::span<const std::uint8_t> keep, const std::vector<RowRange>& ranges, JobContext& ctx,
                            std::int64_t block_rows = k_stream_block_rows);
 
+/// Zheng17 on a non-integer X, once pass 1 gave the gene filter: per row of this
+/// process's shards of `layout`, NumPy's float32 sum of the stored values of the genes
+/// with keep = 1 (numpy_float32_row_sums: normalize_total's totals on the filtered
+/// matrix, as the in-memory path takes them). Every row's sum, in row order (collective
+/// when distributed: the ranks' rows are gathered in rank order). Reads those rows once.
+std::vector<double> stream_row_sums(io::RowSource& source, std::span<const std::uint8_t> keep,
+                                    const ShardLayout& layout, JobContext& ctx,
+                                    std::int64_t block_rows = k_stream_block_rows);
+
+/// ShardSet::column_stats with ColumnStatsRequest::row_scale = `row_scale` (one factor
+/// per cell of the matrix) over the rows of `layout`: each block's CpuBackend statistics
+/// summed per shard, the shards' sums added in global shard order (collective when
+/// distributed: every rank gets the same bits as one process streaming every shard).
+/// Reads this process's rows once.
+ColumnStats stream_column_stats(io::RowSource& source, std::span<const double> row_scale, const ShardLayout& layout,
+                                JobContext& ctx, std::int64_t block_rows = k_stream_block_rows);
+
+/// Pass 2 with the per-cell factors given (one per cell of the matrix, as
+/// normalize_total_factors gives them) instead of normalize_total's own totals: every
+/// row scaled by its factor (Backend::scale_rows), then cut to the columns with keep = 1.
+ShardSet stream_gene_block(io::RowSource& source, std::span<const double> row_factors,
+                           std::span<const std::uint8_t> keep, const ShardLayout& layout, JobContext& ctx,
+                           std::int64_t block_rows = k_stream_block_rows);
+
 /// Counts (values as stored) of the columns `genes` for every row of `source`, one
 /// vector per entry of `genes`: the rows are read in blocks of about `block_nnz`
 /// non-zeros (>= 1) planned on `row_offsets` (num_cells + 1 entries), and only those
