@@ -70,8 +70,9 @@ struct KnnOptions {
     /// cluster size a fixed number of probes covers an ever smaller share of each cell
     /// type: on the 1.3M-cell, 50-PC synthetic benchmark (12 types, the PCs within a type
     /// mostly noise) 16 probes reach a recall of 0.85 (0.88 with the reverse joins
-    /// below), 48 probes 0.977 (NN-descent: 0.971 at 1.3x the CPU time). 150,000 leaves
-    /// the 100k-cell set at 16 probes and gives 47 at 1.3M cells. >= 0.
+    /// below), 32 probes 0.950 and 48 probes 0.977 with them; the default, 47, 0.976 in
+    /// 123 CPU s of the knn step on 2 busy cores (NN-descent: 0.971 in 164 on quiet
+    /// ones). 150,000 leaves the 100k-cell set at 16 probes. >= 0.
     std::int64_t ivf_probes_scale_from = 150000;
     /// IVF: passes that merge every list with its neighbours' lists; >= 0.
     int ivf_refine_rounds = 1;
@@ -85,7 +86,8 @@ struct KnnOptions {
     /// lists too (NN-descent's local join over forward and reverse neighbours; passes after
     /// the first join only entries new since the previous pass). >= 0; 0 = forward
     /// neighbours only (the search before this option). Measured with one pass, 2 busy
-    /// cores (knn step CPU s): 300k cells of the synthetic benchmark 0.974 -> 0.981
+    /// cores (knn step CPU s): 100k cells of the synthetic benchmark (zheng17, 1000
+    /// genes, 50 PCs) 0.979 -> 0.984 (2.5-2.9 -> 3.0-3.1 s); 300k cells 0.974 -> 0.981
     /// (11.4 -> 11.9 s; 24 probes 0.994 in 14.2 s); 1.3M cells, 16 probes 0.852 -> 0.882;
     /// 32 probes 0.938 -> 0.950; unclustered 8000 x 40 Gaussian, 4 probes, 2 passes
     /// 0.48 -> 0.67. More passes add little on the benchmark (0.982 with 3 at 300k).
