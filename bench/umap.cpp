@@ -218,6 +218,8 @@ std::optional<Args> parse(int argc, char** argv, int& exit_code) {
     app.add_option("--ivf-probes", args.knn.ivf_probes, "IVF clusters probed per cell")->capture_default_str();
     app.add_option("--ivf-refine", args.knn.ivf_refine_rounds, "IVF refinement passes")->capture_default_str();
     app.add_option("--ivf-fanout", args.knn.ivf_refine_fanout, "IVF refinement fan-out")->capture_default_str();
+    app.add_option("--ivf-scale-from", args.knn.ivf_probes_scale_from, "IVF probes grow above this many cells (0 = fixed)")->capture_default_str();
+    app.add_option("--ivf-reverse", args.knn.ivf_refine_reverse, "IVF refinement reverse neighbours")->capture_default_str();
     app.add_option("--ivf-extra", args.knn.ivf_extra, "IVF extra list entries")->capture_default_str();
     app.add_option("--nnd-trees", args.knn.nndescent_trees, "NN-descent trees (0 = automatic)")->capture_default_str();
     app.add_option("--nnd-leaf", args.knn.nndescent_leaf_size, "NN-descent leaf size")->capture_default_str();

@@ -1,4 +1,5 @@
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <iomanip>
@@ -312,6 +313,14 @@ void add_run_command(CLI::App& app, int& exit_code) {
                 if (lead)
                     for (const auto& warning : warnings) std::cerr << "fathom-cli: warning: " << warning << "\n";
                 if (!warnings.empty()) report["warnings"] = warnings;
+                // The kNN search's method and measured recall on the neighbors step.
+                if (const auto knn = engine.snapshot()->knn)
+                    for (auto& entry : report["steps"])
+                        if (entry["step"] == "neighbors") {
+                            entry["knn_method"] = knn->method;
+                            entry["recall"] = std::isfinite(knn->recall) ? nlohmann::json(knn->recall) : nlohmann::json();
+                            entry["recall_queries"] = knn->recall_queries;
+                        }
             }
             if (code == Ok) code = step(engine.export_h5ad(args->output, !args->no_matrix));
             if (code == Ok && !args->export_csv.empty() && lead) fathom::export_csv(*engine.snapshot(), args->export_csv);

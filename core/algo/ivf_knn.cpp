@@ -3,10 +3,12 @@
 #include <tbb/blocked_range.h>
 #include <tbb/enumerable_thread_specific.h>
 #include <tbb/parallel_for.h>
+#include <tbb/parallel_reduce.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <numeric>
@@ -258,8 +260,8 @@ KnnCandidates ivf_knn(const DenseMatrix<float>& points, int num_dims, const IvfP
     if (params.cluster_size < 1) fail("cluster_size must be >= 1");
     if (params.probes < 1 || params.probes > kIvfMaxProbes) fail("probes must be in [1, 256]");
     if (params.kmeans_iterations < 0 || params.training_per_cluster < 1 || params.refine_rounds < 0 ||
-        params.refine_fanout < 1)
-        fail("kmeans_iterations and refine_rounds must be >= 0, training_per_cluster and refine_fanout >= 1");
+        params.refine_fanout < 1 || params.refine_reverse < 0)
+        fail("kmeans_iterations, refine_rounds and refine_reverse must be >= 0, training_per_cluster and refine_fanout >= 1");
     const auto dims = static_cast<std::size_t>(num_dims);
 
     // Centred padded rows (distances do not change; smaller norms, less cancellation in
@@ -460,16 +462,71 @@ KnnCandidates ivf_knn(const DenseMatrix<float>& points, int num_dims, const IvfP
     if (split && params.refine_rounds > 0) gather_lists(lists);
     ctx.report(0.8);
 
-    // Refinement: every list merged with its neighbours' lists (distances by
-    // l2_padded_many, the list's own entries recomputed the same way); each point reads
-    // the lists as they were before the pass.
+    // Refinement, the pull form of NN-descent's local join: every list is merged with the
+    // lists of its joint neighbours, its first refine_fanout entries and (refine_reverse
+    // > 0) the nearest refine_reverse points whose first refine_fanout entries hold it;
+    // each joint neighbour's list is again its first refine_fanout entries and its
+    // reverse list. A pass after the first only joins pairs with an edge that is new
+    // since the previous pass (the other pairs were compared then). Distances by
+    // l2_padded_many, the list's own entries recomputed the same way; each point reads the
+    // lists as they were before the pass, and the reverse lists are built from them in
+    // point order, so the result does not depend on the threads or the ranks.
     int rounds_run = 0;
     const int fanout = std::min(params.refine_fanout, pool);
+    const int reverse = params.refine_reverse;
+    // fresh[point * fanout + slot]: entry `slot` of the list is new since the previous
+    // pass (not among that list's first `fanout` entries); empty before the first pass
+    // (every entry is new).
+    std::vector<std::uint8_t> fresh;
+    std::vector<std::int64_t> reverse_offset;
+    std::vector<std::uint64_t> reverse_keys;  // (distance, point) keys, kFreshBit set when new
+    constexpr std::uint64_t kFreshBit = std::uint64_t{1} << 63;  // a distance's sign bit: always 0
+    const auto list_of = [&](std::int64_t point) { return lists.data() + static_cast<std::size_t>(point) * static_cast<std::size_t>(pool); };
+    const auto is_fresh = [&](std::int64_t point, int slot) {
+        return fresh.empty() || fresh[static_cast<std::size_t>(point) * static_cast<std::size_t>(fanout) + static_cast<std::size_t>(slot)] != 0;
+    };
     for (int round = 0; round < params.refine_rounds; ++round) {
+        if (reverse > 0) {
+            // Reverse lists: counts, prefix sums, filled in point order, then each sorted
+            // by distance (ties by point) and cut to its nearest `reverse`.
+            reverse_offset.assign(static_cast<std::size_t>(num_points) + 1, 0);
+            for (std::int64_t point = 0; point < num_points; ++point) {
+                const std::uint64_t* keys = list_of(point);
+                for (int slot = 0; slot < fanout && keys[slot] != kEmpty; ++slot)
+                    ++reverse_offset[static_cast<std::size_t>(entry_index(keys[slot])) + 1];
+            }
+            std::partial_sum(reverse_offset.begin(), reverse_offset.end(), reverse_offset.begin());
+            reverse_keys.resize(static_cast<std::size_t>(reverse_offset.back()));
+            {
+                std::vector<std::int64_t> next(reverse_offset.begin(), reverse_offset.end() - 1);
+                for (std::int64_t point = 0; point < num_points; ++point) {
+                    const std::uint64_t* keys = list_of(point);
+                    for (int slot = 0; slot < fanout && keys[slot] != kEmpty; ++slot) {
+                        const auto target = static_cast<std::size_t>(entry_index(keys[slot]));
+                        reverse_keys[static_cast<std::size_t>(next[target]++)] =
+                            (keys[slot] & 0xffffffff00000000ULL) | static_cast<std::uint32_t>(point) | (is_fresh(point, slot) ? kFreshBit : 0);
+                    }
+                }
+            }
+            tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, num_points, 4096), [&](const tbb::blocked_range<std::int64_t>& range) {
+                for (std::int64_t point = range.begin(); point != range.end(); ++point) {
+                    const auto first = reverse_keys.begin() + reverse_offset[static_cast<std::size_t>(point)];
+                    const auto last = reverse_keys.begin() + reverse_offset[static_cast<std::size_t>(point) + 1];
+                    std::sort(first, last, [](std::uint64_t a, std::uint64_t b) { return (a & ~kFreshBit) < (b & ~kFreshBit); });
+                }
+            });
+        }
+        const auto reverse_of = [&](std::int64_t point) {
+            const auto first = static_cast<std::size_t>(reverse_offset[static_cast<std::size_t>(point)]);
+            const auto count = std::min<std::size_t>(static_cast<std::size_t>(reverse_offset[static_cast<std::size_t>(point) + 1]) - first,
+                                                     static_cast<std::size_t>(reverse));
+            return std::span<const std::uint64_t>(reverse_keys.data() + first, count);
+        };
         struct RefineScratch {
             std::vector<std::uint32_t> visited;
             std::uint32_t stamp = 0;
             std::vector<std::int32_t> candidates;
+            std::vector<std::pair<std::int32_t, bool>> joint;  // (joint neighbour, its edge is new)
             std::vector<float> distances;
         };
         tbb::enumerable_thread_specific<RefineScratch> refine_scratches;
@@ -484,23 +541,39 @@ KnnCandidates ivf_knn(const DenseMatrix<float>& points, int num_dims, const IvfP
                     scratch.stamp = 1;
                 }
                 const std::uint32_t stamp = scratch.stamp;
-                const std::uint64_t* own = lists.data() + static_cast<std::size_t>(point) * static_cast<std::size_t>(pool);
+                const std::uint64_t* own = list_of(point);
                 scratch.candidates.clear();
+                scratch.joint.clear();
                 scratch.visited[static_cast<std::size_t>(point)] = stamp;
                 for (int slot = 0; slot < pool && own[slot] != kEmpty; ++slot) {
                     const std::int32_t neighbor = entry_index(own[slot]);
                     scratch.visited[static_cast<std::size_t>(neighbor)] = stamp;
                     scratch.candidates.push_back(neighbor);
+                    if (slot < fanout) scratch.joint.emplace_back(neighbor, is_fresh(point, slot));
                 }
-                const std::size_t direct = std::min<std::size_t>(scratch.candidates.size(), static_cast<std::size_t>(fanout));
-                for (std::size_t item = 0; item < direct; ++item) {
-                    const std::uint64_t* theirs = lists.data() + static_cast<std::size_t>(scratch.candidates[item]) * static_cast<std::size_t>(pool);
-                    for (int slot = 0; slot < fanout && theirs[slot] != kEmpty; ++slot) {
-                        const std::int32_t other = entry_index(theirs[slot]);
+                if (reverse > 0)
+                    for (const std::uint64_t key : reverse_of(point)) {
+                        const std::int32_t other = entry_index(key);
+                        scratch.joint.emplace_back(other, (key & kFreshBit) != 0);
                         if (scratch.visited[static_cast<std::size_t>(other)] == stamp) continue;
                         scratch.visited[static_cast<std::size_t>(other)] = stamp;
                         scratch.candidates.push_back(other);
                     }
+                for (const auto& [joined, joined_fresh] : scratch.joint) {
+                    const std::uint64_t* theirs = list_of(joined);
+                    for (int slot = 0; slot < fanout && theirs[slot] != kEmpty; ++slot) {
+                        const std::int32_t other = entry_index(theirs[slot]);
+                        if (scratch.visited[static_cast<std::size_t>(other)] == stamp || !(joined_fresh || is_fresh(joined, slot))) continue;
+                        scratch.visited[static_cast<std::size_t>(other)] = stamp;
+                        scratch.candidates.push_back(other);
+                    }
+                    if (reverse > 0)
+                        for (const std::uint64_t key : reverse_of(joined)) {
+                            const std::int32_t other = entry_index(key);
+                            if (scratch.visited[static_cast<std::size_t>(other)] == stamp || !(joined_fresh || (key & kFreshBit) != 0)) continue;
+                            scratch.visited[static_cast<std::size_t>(other)] = stamp;
+                            scratch.candidates.push_back(other);
+                        }
                 }
                 scratch.distances.resize(scratch.candidates.size());
                 l2_padded_many(rows.row(point), rows.values.data(), rows.stride, scratch.candidates.data(),
@@ -511,9 +584,37 @@ KnnCandidates ivf_knn(const DenseMatrix<float>& points, int num_dims, const IvfP
                     insert_sorted(out, pool, entry_key(scratch.distances[item], scratch.candidates[item]));
             }
         });
-        if (split && round + 1 < params.refine_rounds) gather_lists(refined);
-        lists.swap(refined);
         rounds_run = round + 1;
+        if (round + 1 == params.refine_rounds) {
+            lists.swap(refined);
+            break;
+        }
+        if (split) gather_lists(refined);
+        // Which entries are new, from the whole lists (the same on every rank); no new
+        // entry anywhere: a further pass would change nothing.
+        std::vector<std::uint8_t> next_fresh(static_cast<std::size_t>(num_points) * static_cast<std::size_t>(fanout), 0);
+        const std::int64_t fresh_count = tbb::parallel_reduce(
+            tbb::blocked_range<std::int64_t>(0, num_points, 4096), std::int64_t{0},
+            [&](const tbb::blocked_range<std::int64_t>& range, std::int64_t count) {
+                for (std::int64_t point = range.begin(); point != range.end(); ++point) {
+                    const std::uint64_t* before = list_of(point);
+                    const std::uint64_t* after = refined.data() + static_cast<std::size_t>(point) * static_cast<std::size_t>(pool);
+                    for (int slot = 0; slot < fanout && after[slot] != kEmpty; ++slot) {
+                        const std::int32_t index = entry_index(after[slot]);
+                        bool known = false;
+                        for (int old = 0; old < fanout && before[old] != kEmpty && !known; ++old) known = entry_index(before[old]) == index;
+                        if (!known) {
+                            next_fresh[static_cast<std::size_t>(point) * static_cast<std::size_t>(fanout) + static_cast<std::size_t>(slot)] = 1;
+                            ++count;
+                        }
+                    }
+                }
+                return count;
+            },
+            std::plus<>());
+        lists.swap(refined);
+        fresh.swap(next_fresh);
+        if (fresh_count == 0) break;
     }
     ctx.report(0.9);
 

@@ -31,6 +31,10 @@ struct IvfParams {
     /// Refinement: a list is merged with the first refine_fanout entries of the lists of
     /// its first refine_fanout neighbours (>= 1; at most pool are used).
     int refine_fanout = 10;
+    /// Refinement: reverse neighbours joined per point besides the refine_fanout forward
+    /// ones: the nearest of the points whose first refine_fanout entries hold it (>= 0;
+    /// 0 = forward neighbours only).
+    int refine_reverse = 10;
     std::uint64_t seed = 0;         ///< k-means sample and initial centres
 };
 

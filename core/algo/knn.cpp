@@ -399,14 +399,26 @@ int nndescent_search(const DenseMatrix<float>& points, int num_dims, const KnnOp
     return found.iterations;
 }
 
+}  // namespace
+
+int ivf_probes_for(const KnnOptions& options, std::int64_t num_cells) {
+    if (options.ivf_probes_scale_from <= 0 || num_cells <= options.ivf_probes_scale_from) return options.ivf_probes;
+    const double scaled = std::round(options.ivf_probes * std::sqrt(static_cast<double>(num_cells) /
+                                                                    static_cast<double>(options.ivf_probes_scale_from)));
+    return static_cast<int>(std::clamp<double>(scaled, options.ivf_probes, detail::kIvfMaxProbes));
+}
+
+namespace {
+
 /// ivf_knn's parameters from the options.
 detail::IvfParams ivf_params(const KnnOptions& options, int num_neighbors, std::int64_t num_cells) {
     detail::IvfParams params;
     params.pool = search_pool(options.ivf_extra, num_neighbors, num_cells);
     params.cluster_size = options.ivf_cluster_size;
-    params.probes = options.ivf_probes;
+    params.probes = ivf_probes_for(options, num_cells);
     params.refine_rounds = options.ivf_refine_rounds;
     params.refine_fanout = options.ivf_refine_fanout;
+    params.refine_reverse = options.ivf_refine_reverse;
     params.seed = options.seed;
     return params;
 }
@@ -528,6 +540,10 @@ void validate(const KnnOptions& options, std::int64_t num_cells, std::int64_t nu
     if (options.ivf_refine_rounds < 0) fail("ivf_refine_rounds must be >= 0, got " + std::to_string(options.ivf_refine_rounds));
     if (options.ivf_refine_fanout < 1)
         fail("ivf_refine_fanout must be >= 1, got " + std::to_string(options.ivf_refine_fanout));
+    if (options.ivf_probes_scale_from < 0)
+        fail("ivf_probes_scale_from must be >= 0, got " + std::to_string(options.ivf_probes_scale_from));
+    if (options.ivf_refine_reverse < 0)
+        fail("ivf_refine_reverse must be >= 0, got " + std::to_string(options.ivf_refine_reverse));
     check_extra("ivf_extra", options.ivf_extra);
     if (options.num_partitions < 1) fail("num_partitions must be >= 1, got " + std::to_string(options.num_partitions));
     if (options.recall_sample < 0) fail("recall_sample must be >= 0");

@@ -70,6 +70,10 @@ KnnResult nearest_neighbors(const DenseMatrix<float>& points, const KnnOptions& 
 KnnGraph exact_neighbors(const DenseMatrix<float>& points, int num_dims, int num_neighbors, std::int64_t query_begin,
                          std::int64_t query_end, JobContext& ctx, std::int64_t* fallback_queries = nullptr);
 
+/// The IVF probes used on num_cells cells: KnnOptions::ivf_probes, grown with the square
+/// root of num_cells above KnnOptions::ivf_probes_scale_from (at most 256).
+int ivf_probes_for(const KnnOptions& options, std::int64_t num_cells);
+
 /// Mean over `sample` cells of |approx ∩ exact| / (k - 1) on the non-self neighbours.
 double knn_recall(const KnnGraph& approximate, const KnnGraph& exact_rows, const std::vector<std::int64_t>& sample);
 

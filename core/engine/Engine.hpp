@@ -154,6 +154,14 @@ struct LeidenSummary {
     int passes = 0;           ///< optimiser passes run
 };
 
+/// The kNN search behind the neighbours graph: the method that ran and its recall
+/// (KnnResult::recall: 1 for the exact search; NaN when approximate and not measured).
+struct KnnSummary {
+    std::string method;      ///< knn_method_name of the method used ("exact", "ivf", ...)
+    double recall = 1.0;     ///< mean fraction of the true k - 1 neighbours found
+    int recall_queries = 0;  ///< random cells the recall was measured on (0 for exact)
+};
+
 /// Immutable state of the analysis after the last finished job.
 struct AnalysisSnapshot {
     std::uint64_t version = 0;                       ///< increases with every change
@@ -175,6 +183,8 @@ struct AnalysisSnapshot {
     /// What the latest pipeline run found questionable but ran anyway, in the user's
     /// words (e.g. recipe none on raw counts); empty when nothing.
     std::vector<std::string> warnings;
+    /// The latest pipeline run's kNN search; null when its graph is absent.
+    std::shared_ptr<const KnnSummary> knn;
 };
 
 /// An intermediate or final embedding published while UMAP runs.

@@ -820,6 +820,9 @@ std::shared_ptr<AnalysisSnapshot> build_snapshot(const Engine::State& state, con
                                             : default_category_colors(categorical->categories.size());
     }
     snapshot->warnings = cache.warnings;
+    if (const NeighborsResult* graph = cache.neighbors.current())
+        snapshot->knn = std::make_shared<const KnnSummary>(
+            KnnSummary{knn_method_name(graph->knn.method_used), graph->knn.recall, graph->knn.recall_queries});
     if (const auto* markers = cache.markers.current()) {
         snapshot->markers = *markers;
         snapshot->markers_groupby = "leiden";
@@ -909,6 +912,12 @@ Dataset export_dataset(const Engine::State& state, const LoadedData& data, const
         params["n_neighbors"] = UnsNode::leaf(static_cast<std::int64_t>(graph->knn.graph.num_neighbors));
         params["method"] = UnsNode::leaf(std::string("umap"));
         params["metric"] = UnsNode::leaf(std::string("euclidean"));
+        // The search's measured recall beside params (an approximate search measured on
+        // recall_queries random cells; 1 and 0 cells for the exact search).
+        if (std::isfinite(graph->knn.recall)) {
+            neighbors["recall"] = UnsNode::leaf(graph->knn.recall);
+            neighbors["recall_queries"] = UnsNode::leaf(static_cast<std::int64_t>(graph->knn.recall_queries));
+        }
     }
     if (cache.umap.current()) {
         // scanpy's uns['umap']['params'] (a, b), plus the settings and the SGD that ran.

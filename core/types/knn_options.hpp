@@ -65,6 +65,15 @@ struct KnnOptions {
     /// the 100k-cell, 50-PC benchmark set 16 probes reach a recall of 0.997 after one
     /// refinement pass, 12 probes 0.990.
     int ivf_probes = 16;
+    /// IVF: above this many cells the probes grow as ivf_probes * sqrt(num_cells /
+    /// ivf_probes_scale_from), rounded, at most 256; 0 = always ivf_probes. With a fixed
+    /// cluster size a fixed number of probes covers an ever smaller share of each cell
+    /// type: on the 1.3M-cell, 50-PC synthetic benchmark (12 types, the PCs within a type
+    /// mostly noise) 16 probes reach a recall of 0.85 (0.88 with the reverse joins
+    /// below), 32 probes 0.950 and 48 probes 0.977 with them; the default, 47, 0.976 in
+    /// 123 CPU s of the knn step on 2 busy cores (NN-descent: 0.971 in 164 on quiet
+    /// ones). 150,000 leaves the 100k-cell set at 16 probes. >= 0.
+    std::int64_t ivf_probes_scale_from = 150000;
     /// IVF: passes that merge every list with its neighbours' lists; >= 0.
     int ivf_refine_rounds = 1;
     /// IVF: a refinement pass merges a cell's list with the first ivf_refine_fanout
@@ -72,6 +81,17 @@ struct KnnOptions {
     /// 100k-cell benchmark set 10 gives a recall of 0.9960 where 14 gives 0.9964 at 12%
     /// more CPU time for the whole search.
     int ivf_refine_fanout = 10;
+    /// IVF: a refinement pass also joins, per cell, the nearest ivf_refine_reverse cells
+    /// whose first ivf_refine_fanout entries hold it, and merges their lists and reverse
+    /// lists too (NN-descent's local join over forward and reverse neighbours; passes after
+    /// the first join only entries new since the previous pass). >= 0; 0 = forward
+    /// neighbours only (the search before this option). Measured with one pass, 2 busy
+    /// cores (knn step CPU s): 100k cells of the synthetic benchmark (zheng17, 1000
+    /// genes, 50 PCs) 0.979 -> 0.984 (2.5-2.9 -> 3.0-3.1 s); 300k cells 0.974 -> 0.981
+    /// (11.4 -> 11.9 s; 24 probes 0.994 in 14.2 s); 1.3M cells, 16 probes 0.852 -> 0.882;
+    /// 32 probes 0.938 -> 0.950; unclustered 8000 x 40 Gaussian, 4 probes, 2 passes
+    /// 0.48 -> 0.67. More passes add little on the benchmark (0.982 with 3 at 300k).
+    int ivf_refine_reverse = 10;
     /// IVF: neighbours kept per cell while searching, beyond the num_neighbors - 1
     /// returned (as nndescent_extra). >= 0, and num_neighbors - 1 + ivf_extra <= 1024.
     /// Longer lists did not raise the recall on the benchmark set (0.9964 with 0 or 2).

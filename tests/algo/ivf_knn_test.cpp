@@ -75,6 +75,47 @@ TEST(IvfKnn, RefinementLiftsTheRecallOfTooFewProbes) {
     expect_knn_contract(points, good.graph, 40);
 }
 
+TEST(IvfKnn, ReverseNeighboursLiftTheRefinement) {
+    // The refinement joins the lists of the points that list a cell besides those the
+    // cell lists (NN-descent's local join): on unclustered data with too few probes this
+    // finds more of the neighbours the search missed than the forward lists alone, and
+    // later passes, which only join new entries, keep adding.
+    std::mt19937_64 generator(34);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    DenseMatrix<float> points(8000, 40);
+    for (auto& value : points.values()) value = normal(generator);
+    KnnOptions options;
+    options.method = KnnMethod::Ivf;
+    options.recall_sample = 0;
+    options.ivf_cluster_size = 100;
+    options.ivf_probes = 4;
+    options.ivf_refine_rounds = 2;
+    options.ivf_refine_reverse = 0;
+    JobContext ctx;
+    const double forward = full_recall(points, nearest_neighbors(points, options, ctx));
+    options.ivf_refine_reverse = 10;
+    const double joint = full_recall(points, nearest_neighbors(points, options, ctx));
+    options.ivf_refine_rounds = 4;
+    const auto more = nearest_neighbors(points, options, ctx);
+    const double more_rounds = full_recall(points, more);
+    std::printf("[ivf] gaussian 8000 x 40, 4 probes, 2 passes: forward %.5f, with reverse %.5f; 4 passes %.5f\n",
+                forward, joint, more_rounds);
+    EXPECT_GE(joint, forward + 0.03);
+    EXPECT_GE(more_rounds, joint + 0.01);
+    expect_knn_contract(points, more.graph, 40);
+}
+
+TEST(IvfKnn, ProbesGrowWithTheSquareRootOfTheCellsAboveTheThreshold) {
+    KnnOptions options;
+    EXPECT_EQ(ivf_probes_for(options, 100000), 16);
+    EXPECT_EQ(ivf_probes_for(options, 150000), 16);
+    EXPECT_EQ(ivf_probes_for(options, 600000), 32);
+    EXPECT_EQ(ivf_probes_for(options, 1300000), 47);
+    EXPECT_EQ(ivf_probes_for(options, 1000000000), detail::kIvfMaxProbes);
+    options.ivf_probes_scale_from = 0;
+    EXPECT_EQ(ivf_probes_for(options, 1300000), 16);
+}
+
 TEST(IvfKnn, RecallOnRealDataAboveTheExactThreshold) {
     const auto path = test::shared_reference("scanpy_neurons10k_1000genes/X_pca.npy");
     FATHOM_REQUIRE_PATH(path);
@@ -168,6 +209,12 @@ TEST(IvfKnn, OptionsAreCheckedByName) {
     options = {};
     options.ivf_refine_fanout = 0;
     expect_named(options, "ivf_refine_fanout");
+    options = {};
+    options.ivf_refine_reverse = -1;
+    expect_named(options, "ivf_refine_reverse");
+    options = {};
+    options.ivf_probes_scale_from = -1;
+    expect_named(options, "ivf_probes_scale_from");
     options = {};
     options.ivf_extra = -1;
     expect_named(options, "ivf_extra");

@@ -123,6 +123,41 @@ print('ok')
     EXPECT_EQ(check.exit_code, 0) << check.output;
 }
 
+TEST(CliRun, ReportAndUnsCarryTheMeasuredKnnRecall) {
+    // Above 8,192 cells the default search is the approximate one: the recall it measured
+    // on random cells is on the report's neighbors step and in uns['neighbors'].
+    const auto folder = test::temp_dir("cli-run-recall");
+    const auto out = (folder / "recall.h5ad").string();
+    const auto report = (folder / "report.json").string();
+    const auto result = run_command(cli + " run " + shell_quote(synthetic_input(9000)) +
+                                    " --recipe zheng17 --n-top-genes 300 --n-pcs 20 --neighbors 15 --no-matrix --out " +
+                                    shell_quote(out) + " --report " + shell_quote(report) + " 2>&1");
+    ASSERT_EQ(result.exit_code, 0) << result.output;
+    std::ifstream stream(report);
+    const auto json = nlohmann::json::parse(stream);
+    double recall = -1.0;
+    for (const auto& step : json["steps"])
+        if (step["step"] == "neighbors") {
+            EXPECT_EQ(step["knn_method"], "ivf");
+            EXPECT_EQ(step["recall_queries"].get<int>(), 1000);
+            recall = step["recall"].get<double>();
+        }
+    EXPECT_GE(recall, 0.95);
+    EXPECT_LE(recall, 1.0);
+
+    FATHOM_REQUIRE_PYTHON("anndata", "numpy");
+    const auto check = test::run_python(R"(
+import sys, anndata
+a = anndata.read_h5ad(sys.argv[1])
+n = a.uns['neighbors']
+assert abs(float(n['recall']) - float(sys.argv[2])) < 1e-12, (n['recall'], sys.argv[2])
+assert int(n['recall_queries']) == 1000, n['recall_queries']
+assert n['params']['n_neighbors'] == 15 and n['connectivities_key'] == 'connectivities'
+print('ok')
+)", {out, nlohmann::json(recall).dump()});
+    EXPECT_EQ(check.exit_code, 0) << check.output;
+}
+
 TEST(CliRun, UmapComponentsThreeWritesAThreeColumnXUmap) {
     const auto folder = test::temp_dir("cli-run-umap3");
     const auto out = (folder / "result3d.h5ad").string();
