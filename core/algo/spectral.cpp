@@ -175,6 +175,30 @@ Matrix combine_columns(const Eigen::Ref<const Matrix>& basis, const Eigen::Ref<c
     return out;
 }
 
+/// Rayleigh-Ritz step of Krylov-Schur on the m x m projection (upper triangle filled):
+/// the Ritz vectors and values in descending order, and whether the `wanted` leading
+/// pairs have converged (|beta * last component| <= tolerance).
+struct RitzPairs {
+    Matrix vectors;
+    Vector values;
+    bool converged = true;
+};
+RitzPairs ritz_pairs(const Matrix& projected, int wanted, double beta, double tolerance) {
+    const auto m = static_cast<int>(projected.rows());
+    const Matrix symmetric = projected.selfadjointView<Eigen::Upper>();
+    Eigen::SelfAdjointEigenSolver<Matrix> solver(symmetric);
+    const Vector& values = solver.eigenvalues();  // ascending
+    const Matrix& vectors = solver.eigenvectors();
+    RitzPairs out{Matrix(m, m), Vector(m), true};
+    for (int index = 0; index < m; ++index) {
+        out.vectors.col(index) = vectors.col(m - 1 - index);
+        out.values[index] = values[m - 1 - index];
+    }
+    for (int index = 0; index < wanted; ++index)
+        out.converged = out.converged && std::fabs(beta * out.vectors(m - 1, index)) <= tolerance;
+    return out;
+}
+
 /// Largest `wanted` eigenpairs of the symmetric operator by Krylov-Schur (thick-restart
 /// Lanczos with full re-orthogonalisation), the basis in double precision. Start vector:
 /// all ones (umap's v0).
@@ -213,21 +237,10 @@ Eigenvectors largest_eigenvectors_double(std::int64_t n, const Operator& apply, 
                 basis.col(column + 1) = w / beta;
             }
         }
-        // Rayleigh-Ritz on the symmetrised projection (upper triangle was filled).
-        const Matrix symmetric = projected.selfadjointView<Eigen::Upper>();
-        Eigen::SelfAdjointEigenSolver<Matrix> solver(symmetric);
-        const Vector& values = solver.eigenvalues();  // ascending
-        const Matrix& vectors = solver.eigenvectors();
-        // Descending order.
-        Matrix ritz(m, m);
-        Vector thetas(m);
-        for (int index = 0; index < m; ++index) {
-            ritz.col(index) = vectors.col(m - 1 - index);
-            thetas[index] = values[m - 1 - index];
-        }
-        bool converged = true;
-        for (int index = 0; index < wanted; ++index)
-            converged = converged && std::fabs(beta * ritz(m - 1, index)) <= tolerance;
+        const RitzPairs pairs = ritz_pairs(projected, wanted, beta, tolerance);
+        const Matrix& ritz = pairs.vectors;
+        const Vector& thetas = pairs.values;
+        const bool converged = pairs.converged;
         if (converged || restart >= max_restarts) {
             result.vectors = combine_columns(basis.leftCols(m), ritz.leftCols(wanted));
             result.converged = converged;
@@ -497,21 +510,10 @@ Eigenvectors largest_eigenvectors(std::int64_t n, const Operator& apply, int wan
                 basis.set_column(column + 1, w, beta);
             }
         }
-        // Rayleigh-Ritz on the symmetrised projection (upper triangle was filled).
-        const Matrix symmetric = projected.selfadjointView<Eigen::Upper>();
-        Eigen::SelfAdjointEigenSolver<Matrix> solver(symmetric);
-        const Vector& values = solver.eigenvalues();  // ascending
-        const Matrix& vectors = solver.eigenvectors();
-        // Descending order.
-        Matrix ritz(m, m);
-        Vector thetas(m);
-        for (int index = 0; index < m; ++index) {
-            ritz.col(index) = vectors.col(m - 1 - index);
-            thetas[index] = values[m - 1 - index];
-        }
-        bool converged = true;
-        for (int index = 0; index < wanted; ++index)
-            converged = converged && std::fabs(beta * ritz(m - 1, index)) <= tolerance;
+        const RitzPairs pairs = ritz_pairs(projected, wanted, beta, tolerance);
+        const Matrix& ritz = pairs.vectors;
+        const Vector& thetas = pairs.values;
+        const bool converged = pairs.converged;
         if (converged || restart >= max_restarts) {
             result.vectors = basis.combine(m, ritz.leftCols(wanted));
             result.converged = converged;
