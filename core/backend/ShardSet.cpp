@@ -7,6 +7,7 @@
 #include <tbb/parallel_for.h>
 
 #include "core/backend/CpuBackend.hpp"
+#include "core/backend/stats_wire.hpp"
 #include "core/types/errors.hpp"
 
 namespace fathom {
@@ -382,22 +383,6 @@ RowStats get_row_stats(ByteReader& in) {
     return part;
 }
 
-void put(ByteWriter& out, const ColumnStats& part) {
-    out.put(part.num_rows);
-    out.put_vector(std::span<const double>(part.sum));
-    out.put_vector(std::span<const double>(part.sum_squares));
-    out.put_vector(std::span<const std::int64_t>(part.nnz));
-}
-
-ColumnStats get_column_stats(ByteReader& in) {
-    ColumnStats part;
-    part.num_rows = in.get<std::int64_t>();
-    part.sum = in.get_vector<double>();
-    part.sum_squares = in.get_vector<double>();
-    part.nnz = in.get_vector<std::int64_t>();
-    return part;
-}
-
 void put(ByteWriter& out, const GroupColumnStats& part) {
     out.put_vector(std::span<const std::int64_t>(part.group_sizes));
     put_matrix(out, part.sum);
@@ -454,7 +439,7 @@ ColumnStats ShardSet::column_stats(const ColumnStatsRequest& request, JobContext
         const auto& backend = *m_backends[static_cast<std::size_t>(index)];
         parts[static_cast<std::size_t>(index)] = backend.column_stats(slice_request(request, backend), ctx);
     });
-    parts = all_parts(std::move(parts), [](ByteWriter& out, const ColumnStats& part) { put(out, part); }, get_column_stats);
+    parts = all_parts(std::move(parts), put_column_stats, get_column_stats);
     for (const auto& part : parts) accumulate(total, part);
     return total;
 }
@@ -559,6 +544,22 @@ void ShardSet::subset_rows(std::span<const std::uint8_t> keep, JobContext& ctx) 
                             new_begin[static_cast<std::size_t>(m_first + index)], ctx);
     });
     if (m_comm) m_layout = std::move(layout);
+}
+
+void put_column_stats(ByteWriter& out, const ColumnStats& part) {
+    out.put(part.num_rows);
+    out.put_vector(std::span<const double>(part.sum));
+    out.put_vector(std::span<const double>(part.sum_squares));
+    out.put_vector(std::span<const std::int64_t>(part.nnz));
+}
+
+ColumnStats get_column_stats(ByteReader& in) {
+    ColumnStats part;
+    part.num_rows = in.get<std::int64_t>();
+    part.sum = in.get_vector<double>();
+    part.sum_squares = in.get_vector<double>();
+    part.nnz = in.get_vector<std::int64_t>();
+    return part;
 }
 
 }  // namespace fathom

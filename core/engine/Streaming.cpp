@@ -10,6 +10,7 @@
 #include <string>
 
 #include "core/backend/CpuBackend.hpp"
+#include "core/backend/stats_wire.hpp"
 
 namespace fathom::detail {
 
@@ -469,20 +470,7 @@ ColumnStats stream_column_stats(io::RowSource& source, std::span<const double> r
     }
     parts = gather_in_rank_order(
         std::move(parts), layout,
-        [](ByteWriter& out, const ColumnStats& part) {
-            out.put(part.num_rows);
-            out.put_vector<double>(part.sum);
-            out.put_vector<double>(part.sum_squares);
-            out.put_vector<std::int64_t>(part.nnz);
-        },
-        [](ByteReader& in) {
-            ColumnStats part;
-            part.num_rows = in.get<std::int64_t>();
-            part.sum = in.get_vector<double>();
-            part.sum_squares = in.get_vector<double>();
-            part.nnz = in.get_vector<std::int64_t>();
-            return part;
-        });
+        put_column_stats, get_column_stats);
     if (parts.size() != layout.layout.size())
         throw std::runtime_error("stream_column_stats: gathered " + std::to_string(parts.size()) + " partials for " +
                                  std::to_string(layout.layout.size()) + " shards");
