@@ -54,7 +54,7 @@ std::size_t round_up(std::size_t size) noexcept { return (size + kHugePage - 1) 
 /// A fresh mapping of `bytes` (a multiple of kHugePage) at a kHugePage-aligned address, or nullptr.
 void* map_aligned(std::size_t bytes) noexcept {
     const std::size_t reserve = bytes + kHugePage;
-    void* raw = ::mmap(nullptr, reserve, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    void* raw = ::mmap(nullptr, reserve, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (raw == MAP_FAILED) return nullptr;
     const auto begin = reinterpret_cast<std::uintptr_t>(raw);
     const std::uintptr_t aligned = (begin + kHugePage - 1) / kHugePage * kHugePage;
