@@ -5,6 +5,7 @@
 /// it fits the memory budget.
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "core/data/PackedRows.hpp"
@@ -37,6 +38,10 @@ public:
     CsrShard read_rows(std::int64_t begin, std::int64_t end) const;
     /// The same rows appended to `rows` (its rows must end at `begin`), unpacked in place.
     void append_rows(std::int64_t begin, std::int64_t end, CsrShard& rows) const;
+    /// The packed runs holding rows [begin, end) (all held), in row order: the first may
+    /// start before `begin`, the last end after `end`. Throws std::out_of_range unless
+    /// every row is held.
+    std::span<const PackedRows> chunks(std::int64_t begin, std::int64_t end) const;
     const MatrixShape& shape() const noexcept { return m_shape; }
 
 private:
@@ -59,6 +64,8 @@ public:
     /// From the packed rows; throws std::logic_error unless every row is held.
     std::vector<std::int64_t> row_offsets() override;
     std::unique_ptr<io::RowSource> clone() const override { return std::make_unique<PackedRowSource>(m_matrix); }
+    /// The packed rows read.
+    const PackedMatrix& matrix() const noexcept { return *m_matrix; }
 
 private:
     std::shared_ptr<const PackedMatrix> m_matrix;
