@@ -163,9 +163,10 @@ PackedRows pack_rows(const CsrShard& all_rows, std::int64_t first_row, std::int6
             put_stream(stream, counts.data(), count, value_width);
         size = at + 2 + gap_bytes + value_bytes;
     }
-    packed.bytes.resize(size + k_padding);
-    std::memcpy(packed.bytes.data(), scratch.data(), size);
-    std::memset(packed.bytes.data() + size, 0, k_padding);
+    // Copied once into an allocation of the exact size (no zero-filling pass before it).
+    packed.bytes.reserve(size + k_padding);
+    packed.bytes.assign(scratch.data(), scratch.data() + size);
+    packed.bytes.insert(packed.bytes.end(), k_padding, std::uint8_t{0});
     return packed;
 }
 
