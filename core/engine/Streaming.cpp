@@ -409,12 +409,6 @@ ShardSet packed_gene_block(const PackedMatrix& packed, std::span<const std::uint
         ctx.checkpoint();
         Scratch& scratch = scratches.local();
         const std::int64_t first_local = first - chunk.row_begin, last_local = last - chunk.row_begin;
-        const auto entries = static_cast<std::size_t>(chunk.row_offsets[static_cast<std::size_t>(last_local)] -
-                                                      chunk.row_offsets[static_cast<std::size_t>(first_local)]);
-        if (scratch.genes.size() < entries) {
-            scratch.genes.resize(entries);
-            scratch.values.resize(entries);
-        }
         CsrShard part;
         part.row_offsets.reserve(static_cast<std::size_t>(last - first) + 1);
         scratch.totals.clear();
@@ -434,7 +428,13 @@ ShardSet packed_gene_block(const PackedMatrix& packed, std::span<const std::uint
                     scratch.totals.push_back(static_cast<double>(numpy_float32_sum(values)));
                 }
             }
-            // Entries compacted without a branch: written, then kept by advancing the cursor.
+            // Entries compacted without a branch: written, then kept by advancing the
+            // cursor (room for the kept entries so far and the whole row).
+            if (scratch.genes.size() < cursor + genes.size()) {
+                const std::size_t room = std::max(2 * scratch.genes.size(), cursor + genes.size());
+                scratch.genes.resize(room);
+                scratch.values.resize(room);
+            }
             for (std::size_t entry = 0; entry < genes.size(); ++entry) {
                 const std::int32_t gene = renumber[static_cast<std::size_t>(genes[entry])];
                 scratch.genes[cursor] = gene;
