@@ -31,7 +31,6 @@ namespace {
 
 constexpr std::uint64_t kEmpty = std::numeric_limits<std::uint64_t>::max();  // an empty slot (sorts last)
 constexpr float kInfinity = std::numeric_limits<float>::infinity();
-constexpr std::size_t kScreenSpan = kDotTileWidth;      // centre columns screened at once against a list's bound
 constexpr std::size_t kSearchSpan = 4 * kDotTileWidth;  // member columns screened at once against a list's bound
 
 /// (squared distance, index) as one integer ordered like the pair (the bits of a
@@ -105,15 +104,22 @@ PackedBlock packed_block(const Rows& rows, int count, std::size_t dims) {
 }
 
 /// For every row of `rows` listed in `queries`, the `top` columns of `block` with the
-/// smallest ||x||^2 - 2 q.x (the nearest centres), nearest first, into out[i * top ...].
+/// smallest squared distance ||q||^2 + ||x||^2 - 2 q.x (clamped at 0; ties: lower column),
+/// nearest first, into out[i * top ...], among the columns whose screen key
+/// ||x||^2 - 2 q.x is at most the top-th smallest of the chunk minima (chunk_minima): a
+/// bound that keeps at least `top` columns, the top nearest among them up to float
+/// rounding, found in one pass without a running list.
 void nearest_columns(const Rows& rows, const std::vector<std::int32_t>& queries, const PackedBlock& block,
                      std::size_t dims, int top, std::int32_t* out, JobContext& ctx) {
     const auto num_queries = static_cast<std::int64_t>(queries.size());
+    const std::size_t chunks = block.width / kDotTileWidth;
+    const auto wanted = static_cast<std::size_t>(top);
     tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, (num_queries + 3) / 4, 64), [&](const tbb::blocked_range<std::int64_t>& range) {
         ctx.checkpoint();
         std::vector<float> products(4 * block.width);
-        std::vector<std::uint64_t> best(static_cast<std::size_t>(top));
-        std::vector<std::int32_t> selected(kScreenSpan);
+        std::vector<float> minima(chunks);
+        std::vector<std::int32_t> selected(block.width);
+        std::vector<std::uint64_t> best;
         for (std::int64_t quad = range.begin(); quad != range.end(); ++quad) {
             const std::int64_t first = quad * 4;
             const auto count = static_cast<std::size_t>(std::min<std::int64_t>(4, num_queries - first));
@@ -122,28 +128,27 @@ void nearest_columns(const Rows& rows, const std::vector<std::int32_t>& queries,
             dot_tile(query_rows, count, block.values.data(), block.width, dims, products.data());
             for (std::size_t row = 0; row < count; ++row) {
                 const float* dots = products.data() + row * block.width;
-                std::fill(best.begin(), best.end(), kEmpty);
-                // Keys are ||x||^2 - 2 q.x + ||q||^2 clamped at 0: a squared distance.
                 const float query_norm = rows.sq_norms[static_cast<std::size_t>(queries[static_cast<std::size_t>(first) + row])];
-                float worst = kInfinity;
-                // Screened a span at a time, so that the list's bound tightens between
-                // spans and most columns are rejected branch-free (the padding's
-                // infinite norms never pass).
-                for (std::size_t start = 0; start < block.width; start += kScreenSpan) {
-                    const std::size_t span = std::min(kScreenSpan, block.width - start);
-                    const float threshold = worst == kInfinity ? std::numeric_limits<float>::max() : worst - query_norm;
-                    const std::size_t passed =
-                        columns_below(block.sq_norms.data() + start, dots + start, span, threshold, selected.data());
-                    for (std::size_t item = 0; item < passed; ++item) {
-                        const std::size_t column = start + static_cast<std::size_t>(selected[item]);
-                        const float distance = query_norm + block.sq_norms[column] - 2.0f * dots[column];
-                        if (!(distance <= worst)) continue;
-                        insert_sorted(best.data(), top, entry_key(std::max(distance, 0.0f), static_cast<std::int32_t>(column)));
-                        if (best[static_cast<std::size_t>(top) - 1] != kEmpty) worst = entry_distance(best[static_cast<std::size_t>(top) - 1]);
-                    }
+                // The bound: the top-th smallest chunk minimum (the padding's infinite
+                // keys never pass; with fewer chunks than `top` every column passes).
+                float threshold = std::numeric_limits<float>::max();
+                if (wanted <= chunks) {
+                    chunk_minima(block.sq_norms.data(), dots, block.width, minima.data());
+                    std::nth_element(minima.begin(), minima.begin() + static_cast<std::ptrdiff_t>(wanted - 1), minima.end());
+                    threshold = std::min(minima[wanted - 1], threshold);
                 }
-                std::int32_t* chosen = out + static_cast<std::size_t>(first + static_cast<std::int64_t>(row)) * static_cast<std::size_t>(top);
-                for (int slot = 0; slot < top; ++slot) chosen[slot] = entry_index(best[static_cast<std::size_t>(slot)]);
+                const std::size_t passed = columns_below(block.sq_norms.data(), dots, block.width, threshold, selected.data());
+                best.clear();
+                for (std::size_t item = 0; item < passed; ++item) {
+                    const auto column = static_cast<std::size_t>(selected[item]);
+                    const float distance = query_norm + block.sq_norms[column] - 2.0f * dots[column];
+                    best.push_back(entry_key(std::max(distance, 0.0f), static_cast<std::int32_t>(column)));
+                }
+                const std::size_t kept = std::min(wanted, best.size());
+                std::partial_sort(best.begin(), best.begin() + static_cast<std::ptrdiff_t>(kept), best.end());
+                best.resize(wanted, kEmpty);
+                std::int32_t* chosen = out + static_cast<std::size_t>(first + static_cast<std::int64_t>(row)) * wanted;
+                for (std::size_t slot = 0; slot < wanted; ++slot) chosen[slot] = entry_index(best[slot]);
             }
         }
     });
@@ -168,8 +173,49 @@ void set_sq_norms(Rows& rows, int count, std::size_t dims) {
     }
 }
 
-/// Lloyd's k-means on a random sample of the rows; returns num_clusters centres as
-/// rows of the same stride (an empty cluster keeps its centre).
+/// Lloyd's k-means of the rows listed in `members` (at least num_clusters of them):
+/// num_clusters centres, started at the first num_clusters members, as rows of the same
+/// stride (an empty cluster keeps its centre), with their squared norms.
+Rows lloyd(const Rows& rows, const std::vector<std::int32_t>& members, std::size_t dims, int num_clusters,
+           int iterations, JobContext& ctx) {
+    Rows centres;
+    centres.stride = rows.stride;
+    centres.values.assign(static_cast<std::size_t>(num_clusters) * rows.stride, 0.0f);
+    centres.sq_norms.assign(static_cast<std::size_t>(num_clusters), 0.0f);
+    for (int cluster = 0; cluster < num_clusters; ++cluster)
+        std::copy_n(rows.row(members[static_cast<std::size_t>(cluster)]), rows.stride, centres.values.data() + static_cast<std::size_t>(cluster) * rows.stride);
+    std::vector<std::int32_t> assigned(members.size());
+    std::vector<double> sums(static_cast<std::size_t>(num_clusters) * dims);
+    std::vector<std::int64_t> counts(static_cast<std::size_t>(num_clusters));
+    for (int iteration = 0; iteration < iterations; ++iteration) {
+        set_sq_norms(centres, num_clusters, dims);
+        const PackedBlock block = packed_block(centres, num_clusters, dims);
+        nearest_columns(rows, members, block, dims, 1, assigned.data(), ctx);
+        std::fill(sums.begin(), sums.end(), 0.0);
+        std::fill(counts.begin(), counts.end(), 0);
+        for (std::size_t index = 0; index < members.size(); ++index) {
+            const auto cluster = static_cast<std::size_t>(assigned[index]);
+            const float* row = rows.row(members[index]);
+            for (std::size_t dim = 0; dim < dims; ++dim) sums[cluster * dims + dim] += row[dim];
+            ++counts[cluster];
+        }
+        for (std::size_t cluster = 0; cluster < static_cast<std::size_t>(num_clusters); ++cluster) {
+            if (counts[cluster] == 0) continue;
+            float* centre = centres.values.data() + cluster * rows.stride;
+            for (std::size_t dim = 0; dim < dims; ++dim)
+                centre[dim] = static_cast<float>(sums[cluster * dims + dim] / static_cast<double>(counts[cluster]));
+        }
+    }
+    set_sq_norms(centres, num_clusters, dims);
+    return centres;
+}
+
+/// k-means on a random sample of the rows; returns num_clusters centres as rows of the
+/// same stride. From params.two_level_from clusters on, two levels: about
+/// sqrt(num_clusters) coarse clusters of the sample, then each coarse cluster's sample
+/// points clustered into its share of the centres (proportional to its size, largest
+/// remainders first); training costs sample x 2 sqrt(num_clusters) distances per
+/// iteration instead of sample x num_clusters.
 Rows kmeans(const Rows& rows, std::int64_t num_points, std::size_t dims, int num_clusters, const IvfParams& params,
             JobContext& ctx) {
     std::vector<std::int32_t> sample;
@@ -186,35 +232,47 @@ Rows kmeans(const Rows& rows, std::int64_t num_points, std::size_t dims, int num
         }
         sample.assign(all.begin(), all.begin() + sample_size);
     }
+    if (params.two_level_from <= 0 || num_clusters < params.two_level_from || params.training_per_cluster < 2 ||
+        sample_size < static_cast<std::int64_t>(num_clusters) * params.training_per_cluster)
+        return lloyd(rows, sample, dims, num_clusters, params.kmeans_iterations, ctx);
+
+    // Coarse clusters, and the sample points of each (in sample order: random order).
+    const int num_groups = std::max(2, static_cast<int>(std::lround(std::sqrt(static_cast<double>(num_clusters)))));
+    const Rows coarse = lloyd(rows, sample, dims, num_groups, params.kmeans_iterations, ctx);
+    std::vector<std::int32_t> group_of(sample.size());
+    nearest_columns(rows, sample, packed_block(coarse, num_groups, dims), dims, 1, group_of.data(), ctx);
+    std::vector<std::vector<std::int32_t>> groups(static_cast<std::size_t>(num_groups));
+    for (std::size_t index = 0; index < sample.size(); ++index) groups[static_cast<std::size_t>(group_of[index])].push_back(sample[index]);
+    // Centres per group: floor(num_clusters * size / sample), the rest one each to the
+    // largest remainders (ties: lower group). A share is at most size / training_per_cluster
+    // + 1 <= size, so every group has at least as many points as centres.
+    std::vector<int> shares(static_cast<std::size_t>(num_groups));
+    std::vector<std::pair<std::int64_t, int>> remainders;
+    std::int64_t assigned = 0;
+    for (int group = 0; group < num_groups; ++group) {
+        const std::int64_t scaled = static_cast<std::int64_t>(num_clusters) * static_cast<std::int64_t>(groups[static_cast<std::size_t>(group)].size());
+        shares[static_cast<std::size_t>(group)] = static_cast<int>(scaled / sample_size);
+        assigned += shares[static_cast<std::size_t>(group)];
+        remainders.emplace_back(-(scaled % sample_size), group);
+    }
+    std::sort(remainders.begin(), remainders.end());
+    for (std::int64_t extra = 0; extra < num_clusters - assigned; ++extra) ++shares[static_cast<std::size_t>(remainders[static_cast<std::size_t>(extra)].second)];
+    std::vector<int> first_centre(static_cast<std::size_t>(num_groups) + 1, 0);
+    for (int group = 0; group < num_groups; ++group)
+        first_centre[static_cast<std::size_t>(group) + 1] = first_centre[static_cast<std::size_t>(group)] + shares[static_cast<std::size_t>(group)];
+
     Rows centres;
     centres.stride = rows.stride;
     centres.values.assign(static_cast<std::size_t>(num_clusters) * rows.stride, 0.0f);
     centres.sq_norms.assign(static_cast<std::size_t>(num_clusters), 0.0f);
-    for (int cluster = 0; cluster < num_clusters; ++cluster)
-        std::copy_n(rows.row(sample[static_cast<std::size_t>(cluster)]), rows.stride, centres.values.data() + static_cast<std::size_t>(cluster) * rows.stride);
-    std::vector<std::int32_t> assigned(sample.size());
-    std::vector<double> sums(static_cast<std::size_t>(num_clusters) * dims);
-    std::vector<std::int64_t> counts(static_cast<std::size_t>(num_clusters));
-    for (int iteration = 0; iteration < params.kmeans_iterations; ++iteration) {
-        set_sq_norms(centres, num_clusters, dims);
-        const PackedBlock block = packed_block(centres, num_clusters, dims);
-        nearest_columns(rows, sample, block, dims, 1, assigned.data(), ctx);
-        std::fill(sums.begin(), sums.end(), 0.0);
-        std::fill(counts.begin(), counts.end(), 0);
-        for (std::size_t index = 0; index < sample.size(); ++index) {
-            const auto cluster = static_cast<std::size_t>(assigned[index]);
-            const float* row = rows.row(sample[index]);
-            for (std::size_t dim = 0; dim < dims; ++dim) sums[cluster * dims + dim] += row[dim];
-            ++counts[cluster];
-        }
-        for (std::size_t cluster = 0; cluster < static_cast<std::size_t>(num_clusters); ++cluster) {
-            if (counts[cluster] == 0) continue;
-            float* centre = centres.values.data() + cluster * rows.stride;
-            for (std::size_t dim = 0; dim < dims; ++dim)
-                centre[dim] = static_cast<float>(sums[cluster * dims + dim] / static_cast<double>(counts[cluster]));
-        }
-    }
-    set_sq_norms(centres, num_clusters, dims);
+    tbb::parallel_for(0, num_groups, [&](int group) {
+        const int share = shares[static_cast<std::size_t>(group)];
+        if (share == 0) return;
+        const Rows part = lloyd(rows, groups[static_cast<std::size_t>(group)], dims, share, params.kmeans_iterations, ctx);
+        const auto first = static_cast<std::size_t>(first_centre[static_cast<std::size_t>(group)]);
+        std::copy_n(part.values.data(), static_cast<std::size_t>(share) * rows.stride, centres.values.data() + first * rows.stride);
+        std::copy_n(part.sq_norms.data(), static_cast<std::size_t>(share), centres.sq_norms.data() + first);
+    });
     return centres;
 }
 

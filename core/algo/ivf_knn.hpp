@@ -27,6 +27,14 @@ struct IvfParams {
     int probes = 16;                ///< nearest clusters searched per point, in [1, kIvfMaxProbes]
     int kmeans_iterations = 8;      ///< Lloyd iterations (>= 0)
     int training_per_cluster = 48;  ///< k-means sample size per cluster (>= 1)
+    /// From this many clusters on (0 = never), k-means runs in two levels: about
+    /// sqrt(clusters) coarse clusters of the sample, each then split into its share of the
+    /// clusters; training then costs sample x 2 sqrt(clusters) distances per Lloyd
+    /// iteration instead of sample x clusters (at 1.3M cells and 5078 clusters, 36x less).
+    /// On the 1.3M-cell synthetic benchmark (47 probes) the recall went from 0.976 to
+    /// 0.980 and the kNN step from 121 to 109 CPU s with the one-pass probe selection;
+    /// below 1024 clusters (the 100k-cell set: 390) the training is flat, as before.
+    int two_level_from = 1024;
     int refine_rounds = 1;          ///< neighbours-of-neighbours passes after the search (>= 0)
     /// Refinement: a list is merged with the first refine_fanout entries of the lists of
     /// its first refine_fanout neighbours (>= 1; at most pool are used).

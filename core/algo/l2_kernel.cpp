@@ -143,6 +143,16 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) std::size_t columns
     return count;
 }
 
+__attribute__((target_clones("avx512f", "avx2", "default"))) void chunk_minima(const float* sq_norms, const float* dots,
+                                                                              std::size_t width, float* out) {
+    for (std::size_t chunk = 0; chunk < width; chunk += kDotTileWidth) {
+        Floats16 norms, products;
+        std::memcpy(&norms, sq_norms + chunk, sizeof norms);
+        std::memcpy(&products, dots + chunk, sizeof products);
+        out[chunk / kDotTileWidth] = smallest(norms - 2.0f * products);
+    }
+}
+
 /// Squared distances in double from `query` to rows[i] (i < count) of the padded rows at
 /// `base`: for each pair the sum over the num_dims coordinates in order, as knn.cpp's
 /// exact_sq_distance (l2_kernel.hpp) computes it (the same bits), four pairs at a time.

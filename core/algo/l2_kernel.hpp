@@ -49,6 +49,13 @@ void dot_tile(const float* const* queries, std::size_t rows, const float* packed
 /// Columns are tested kDotTileWidth at a time, branch-free.
 std::size_t columns_below(const float* sq_norms, const float* dots, std::size_t width, float threshold, std::int32_t* out);
 
+/// The smallest screen key sq_norms[c] - 2 dots[c] (as columns_below computes it) of
+/// every kDotTileWidth columns of a dot_tile row: out[chunk] for chunk < width /
+/// kDotTileWidth. The top-th smallest of these bounds the top-th smallest key from
+/// above (they are keys of distinct columns), so columns_below at that bound keeps at
+/// least `top` columns, among them the top nearest.
+void chunk_minima(const float* sq_norms, const float* dots, std::size_t width, float* out);
+
 /// Squared euclidean distance in double from float coordinates, summed over the
 /// num_dims coordinates in order: the reference value every neighbour list is sorted
 /// by (sklearn's euclidean_distances upcasts float32 to float64 the same way).

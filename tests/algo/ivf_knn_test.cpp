@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <tbb/global_control.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <numeric>
 #include <random>
@@ -156,6 +157,46 @@ TEST(IvfKnn, BitIdenticalAcrossThreadsAndPartitions) {
     // Another seed gives another k-means, hence other candidates for a few cells.
     params.seed = 6;
     EXPECT_NE(detail::ivf_knn(points, 20, params, ctx).indices, single.indices);
+}
+
+TEST(IvfKnn, TwoLevelKmeansKeepsTheRecallAndIsThreadIndependent) {
+    // 240 clusters trained in two levels (16 coarse clusters, each split into its share)
+    // against the flat k-means: the candidate lists find as many of the exact neighbours,
+    // and the two-level training gives the same bits on one thread and on all.
+    const auto points = gaussian_mixture(12000, 20, 8, 37);
+    const int num_neighbors = 15;
+    JobContext ctx;
+    const KnnGraph exact = exact_neighbors(points, 20, num_neighbors, 0, points.rows(), ctx);
+    const auto recall = [&](const detail::KnnCandidates& found) {
+        std::int64_t hits = 0;
+        for (std::int64_t cell = 0; cell < points.rows(); ++cell) {
+            const auto truth = exact.neighbors(cell);
+            const auto* row = found.indices.data() + cell * found.pool;
+            for (int slot = 1; slot < num_neighbors; ++slot)
+                hits += std::find(row, row + found.pool, truth[static_cast<std::size_t>(slot)]) != row + found.pool;
+        }
+        return static_cast<double>(hits) / static_cast<double>(points.rows() * (num_neighbors - 1));
+    };
+    detail::IvfParams params;
+    params.pool = num_neighbors - 1;
+    params.cluster_size = 50;
+    params.probes = 12;
+    params.two_level_from = 0;
+    const double flat = recall(detail::ivf_knn(points, 20, params, ctx));
+    params.two_level_from = 64;
+    detail::KnnCandidates single;
+    {
+        const tbb::global_control one(tbb::global_control::max_allowed_parallelism, 1);
+        single = detail::ivf_knn(points, 20, params, ctx);
+    }
+    const auto parallel = detail::ivf_knn(points, 20, params, ctx);
+    EXPECT_EQ(parallel.indices, single.indices);
+    EXPECT_EQ(parallel.sq_distances, single.sq_distances);
+    const double two_level = recall(parallel);
+    std::printf("[ivf] mixture 12000 x 20, 240 clusters, 12 probes, one refinement: flat k-means %.5f, two levels %.5f\n",
+                flat, two_level);
+    EXPECT_GE(two_level, flat - 0.005);
+    expect_full_candidate_lists(points, parallel, num_neighbors - 1, 20);
 }
 
 TEST(IvfKnn, CandidatesAreDistinctOthersWithDoubleDistances) {
