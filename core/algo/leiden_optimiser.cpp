@@ -13,6 +13,7 @@
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <tuple>
 #include <utility>
 
 #include "core/types/JobContext.hpp"
@@ -40,15 +41,21 @@ using Node = std::int32_t;
 /// One level's graph as leidenalg's Graph holds it. Out-edges of a node are ordered by
 /// target and in-edges by source, which is the order igraph_neighbors / igraph_incident
 /// return them in (igraph's `oi` / `ii` indices; no parallel edges occur here).
-struct LevelGraph {
+/// Edge weights are stored as `Weight`: float on the first level, whose weights are the
+/// graph's float values (or 1), so that widening each to double where it is read gives
+/// leidenalg's double exactly and every sum is unchanged, in half the memory; double on
+/// the collapsed levels, whose weights are sums.
+template <typename Weight>
+struct LevelGraphOf {
+    using WeightType = Weight;
     Node num_nodes = 0;
     std::vector<std::int64_t> out_offsets{0};
     // Edge arrays filled completely after a resize (by parallel loops when collapsing).
     UninitializedVector<Node> out_targets;
-    UninitializedVector<double> out_weights;
+    UninitializedVector<Weight> out_weights;
     std::vector<std::int64_t> in_offsets{0};
     UninitializedVector<Node> in_sources;
-    UninitializedVector<double> in_weights;
+    UninitializedVector<Weight> in_weights;
     std::vector<double> strength_out;  ///< summed in edge-id order (Graph::init_admin)
     std::vector<double> strength_in;
     std::vector<double> self_weight;   ///< weight of the self-loop (collapsed levels)
@@ -69,6 +76,8 @@ struct LevelGraph {
     std::vector<Node> to_original;
     std::vector<Node> to_internal;
 };
+using LevelGraph = LevelGraphOf<double>;  ///< the collapsed levels
+using BaseGraph = LevelGraphOf<float>;    ///< the first level
 
 /// A community's total_weight_from_comm and total_weight_to_comm, side by side (read
 /// together for every candidate community).
@@ -179,7 +188,8 @@ struct Cancellation {
 
 /// Hides memory latency of the random accesses ahead of use (no effect on results), at
 /// the distances kPrefetchNode ... kPrefetchSums below.
-inline void prefetch_node(const LevelGraph& graph, const std::vector<Node>& membership, Node v) {
+template <typename Weight>
+inline void prefetch_node(const LevelGraphOf<Weight>& graph, const std::vector<Node>& membership, Node v) {
     const auto node = static_cast<std::size_t>(v);
     __builtin_prefetch(graph.out_offsets.data() + node);
     __builtin_prefetch(membership.data() + node);
@@ -187,7 +197,8 @@ inline void prefetch_node(const LevelGraph& graph, const std::vector<Node>& memb
     __builtin_prefetch(graph.strength_in.data() + node);
     __builtin_prefetch(graph.self_weight.data() + node);
 }
-inline void prefetch_row(const LevelGraph& graph, Node v) {
+template <typename Weight>
+inline void prefetch_row(const LevelGraphOf<Weight>& graph, Node v) {
     constexpr std::size_t kLine = 64;
     const auto begin = static_cast<std::size_t>(graph.out_offsets[static_cast<std::size_t>(v)]);
     const auto end = static_cast<std::size_t>(graph.out_offsets[static_cast<std::size_t>(v) + 1]);
@@ -199,7 +210,8 @@ inline void prefetch_row(const LevelGraph& graph, Node v) {
     for (std::size_t byte = begin * sizeof(double); byte < end * sizeof(double); byte += kLine) __builtin_prefetch(weights + byte);
     __builtin_prefetch(weights + end * sizeof(double) - 1);
 }
-inline void prefetch_neighbour_communities(const LevelGraph& graph, const std::vector<Node>& membership, Node v) {
+template <typename Weight>
+inline void prefetch_neighbour_communities(const LevelGraphOf<Weight>& graph, const std::vector<Node>& membership, Node v) {
     const auto begin = static_cast<std::size_t>(graph.out_offsets[static_cast<std::size_t>(v)]);
     const auto end = static_cast<std::size_t>(graph.out_offsets[static_cast<std::size_t>(v) + 1]);
     for (std::size_t edge = begin; edge < end; ++edge) __builtin_prefetch(membership.data() + graph.out_targets[edge]);
@@ -208,8 +220,8 @@ inline void prefetch_neighbour_communities(const LevelGraph& graph, const std::v
 /// and the communities' weights (their communities prefetched before).
 /// With kShared the membership is being written by other tasks (see community_of).
 /// `constraint` (the refinement's, indexed by community there): also its entries.
-template <bool kShared, typename Weights>
-inline void prefetch_neighbour_sums(const LevelGraph& graph, const std::vector<Node>& membership, const Weights* weights,
+template <bool kShared, typename Weights, typename Weight>
+inline void prefetch_neighbour_sums(const LevelGraphOf<Weight>& graph, const std::vector<Node>& membership, const Weights* weights,
                                     const double* sums, Node v, const Node* constraint = nullptr) {
     const auto begin = static_cast<std::size_t>(graph.out_offsets[static_cast<std::size_t>(v)]);
     const auto end = static_cast<std::size_t>(graph.out_offsets[static_cast<std::size_t>(v) + 1]);
@@ -242,8 +254,8 @@ constexpr std::size_t kPrefetchSums = 0;
 
 /// Visits the edges of v in igraph's IGRAPH_ALL order for a directed graph: out- and
 /// in-edges merged by neighbour, the out-edge first when both go to the same one.
-template <typename OnOut, typename OnIn>
-void for_all_edges(const LevelGraph& graph, Node v, OnOut&& on_out, OnIn&& on_in) {
+template <typename Weight, typename OnOut, typename OnIn>
+void for_all_edges(const LevelGraphOf<Weight>& graph, Node v, OnOut&& on_out, OnIn&& on_in) {
     if (graph.symmetric_structure) {
         const auto begin = static_cast<std::size_t>(graph.out_offsets[static_cast<std::size_t>(v)]);
         const auto end = static_cast<std::size_t>(graph.out_offsets[static_cast<std::size_t>(v) + 1]);
@@ -276,7 +288,8 @@ void for_all_edges(const LevelGraph& graph, Node v, OnOut&& on_out, OnIn&& on_in
 
 /// Fills the in-edges (each node's by increasing source, i.e. in edge-id order) and the
 /// in-strengths summed in that order from the out-edges.
-void add_in_edges(LevelGraph& graph) {
+template <typename Weight>
+void add_in_edges(LevelGraphOf<Weight>& graph) {
     const auto num_nodes = static_cast<std::size_t>(graph.num_nodes);
     graph.in_offsets.assign(num_nodes + 1, 0);
     for (const Node target : graph.out_targets) ++graph.in_offsets[static_cast<std::size_t>(target) + 1];
@@ -300,7 +313,8 @@ void add_in_edges(LevelGraph& graph) {
 
 /// Out-strengths and the total weight, summed in edge-id order (grouped by source,
 /// ascending), as leidenalg sums them.
-void sum_out_strengths(LevelGraph& graph) {
+template <typename Weight>
+void sum_out_strengths(LevelGraphOf<Weight>& graph) {
     const auto num_nodes = static_cast<std::size_t>(graph.num_nodes);
     graph.strength_out.assign(num_nodes, 0.0);
     graph.total_weight = 0.0;
@@ -315,13 +329,15 @@ void sum_out_strengths(LevelGraph& graph) {
 
 /// Fills in-edges, strengths and the total weight from the out-edges, whose stored
 /// order is the edge-id order (grouped by source, ascending).
-void finish_graph(LevelGraph& graph) {
+template <typename Weight>
+void finish_graph(LevelGraphOf<Weight>& graph) {
     sum_out_strengths(graph);
     add_in_edges(graph);
 }
 
 /// Sets the symmetry flags once out-edges are in target order.
-void detect_symmetry(LevelGraph& graph) {
+template <typename Weight>
+void detect_symmetry(LevelGraphOf<Weight>& graph) {
     graph.symmetric_structure = graph.in_offsets == graph.out_offsets && graph.in_sources == graph.out_targets;
     graph.symmetric_weights = graph.symmetric_structure && graph.in_weights == graph.out_weights;
 }
@@ -330,7 +346,8 @@ void detect_symmetry(LevelGraph& graph) {
 /// in-edges, by increasing source, are exactly its out-edges by increasing target: one
 /// walk over the edges in row order, matching each against the next unmatched entry of
 /// its target's row.
-bool mirrored(const LevelGraph& graph) {
+template <typename Weight>
+bool mirrored(const LevelGraphOf<Weight>& graph) {
     const auto num_nodes = static_cast<std::size_t>(graph.num_nodes);
     std::vector<std::int64_t> cursor(graph.out_offsets.begin(), graph.out_offsets.end() - 1);
     for (std::size_t v = 0; v < num_nodes; ++v) {
@@ -357,7 +374,8 @@ bool mirrored(const LevelGraph& graph) {
 /// and the optimiser maps its node orders through to_internal, sums in edge-id order
 /// through to_original and breaks ties between communities numbered as nodes by their
 /// leidenalg numbers (Partition::original_id).
-void renumber_for_locality(LevelGraph& graph) {
+template <typename Weight>
+void renumber_for_locality(LevelGraphOf<Weight>& graph) {
     const auto num_nodes = static_cast<std::size_t>(graph.num_nodes);
     if (num_nodes < 2) return;
     std::vector<Node> to_original(num_nodes);
@@ -383,7 +401,7 @@ void renumber_for_locality(LevelGraph& graph) {
         offsets[node + 1] = offsets[node] + (graph.out_offsets[v + 1] - graph.out_offsets[v]);
     }
     UninitializedVector<Node> targets(graph.out_targets.size());
-    UninitializedVector<double> weights(graph.out_weights.size());
+    UninitializedVector<Weight> weights(graph.out_weights.size());
     tbb::parallel_for(tbb::blocked_range<std::size_t>(0, num_nodes, 4096), [&](const tbb::blocked_range<std::size_t>& range) {
         for (std::size_t node = range.begin(); node != range.end(); ++node) {
             const auto v = static_cast<std::size_t>(to_original[node]);
@@ -412,7 +430,8 @@ void renumber_for_locality(LevelGraph& graph) {
 
 /// The nodes of `graph` in leidenalg's numbering order, as this level numbers them
 /// (the identity unless the level was renumbered for locality).
-void leidenalg_node_order(const LevelGraph& graph, std::vector<Node>& order) {
+template <typename Weight>
+void leidenalg_node_order(const LevelGraphOf<Weight>& graph, std::vector<Node>& order) {
     order.resize(static_cast<std::size_t>(graph.num_nodes));
     if (graph.to_internal.empty()) {
         std::iota(order.begin(), order.end(), 0);
@@ -423,8 +442,8 @@ void leidenalg_node_order(const LevelGraph& graph, std::vector<Node>& order) {
 
 /// The first level: scanpy's graph, edges numbered in row-major order of the CSR
 /// (adjacency.nonzero()); rows are sorted, so that is also igraph's target order.
-LevelGraph base_graph(const CsrGraph& csr, bool use_weights, bool renumber) {
-    LevelGraph graph;
+BaseGraph base_graph(const CsrGraph& csr, bool use_weights, bool renumber) {
+    BaseGraph graph;
     graph.num_nodes = static_cast<Node>(csr.num_cells);
     const auto num_nodes = static_cast<std::size_t>(csr.num_cells);
     graph.out_offsets.assign(num_nodes + 1, 0);
@@ -440,7 +459,7 @@ LevelGraph base_graph(const CsrGraph& csr, bool use_weights, bool renumber) {
                 throw std::invalid_argument("leiden graph: row " + std::to_string(row) + ", column " + std::to_string(column) +
                                             " has weight " + std::to_string(value) + "; weights must be finite and >= 0");
             graph.out_targets.push_back(column);
-            graph.out_weights.push_back(use_weights ? static_cast<double>(value) : 1.0);
+            graph.out_weights.push_back(use_weights ? value : 1.0f);
         }
         graph.out_offsets[row + 1] = static_cast<std::int64_t>(graph.out_targets.size());
     }
@@ -473,7 +492,8 @@ void allocate(Partition& partition, Node num_nodes) {
 
 /// The node part of MutableVertexPartition::init_admin for the current membership:
 /// community count, sizes and node counts; weights zeroed.
-void init_admin_nodes(const LevelGraph& graph, Partition& partition) {
+template <typename Weight>
+void init_admin_nodes(const LevelGraphOf<Weight>& graph, Partition& partition) {
     allocate(partition, graph.num_nodes);
     Node count = 0;
     for (const Node community : partition.membership) count = std::max(count, community + 1);
@@ -494,7 +514,8 @@ void init_admin_empty(Partition& partition) {
 
 /// MutableVertexPartition::init_admin for the current membership: sums over edges in
 /// edge-id order, which is the stored order of the base graph's out-edges.
-void init_admin(const LevelGraph& graph, Partition& partition) {
+template <typename Weight>
+void init_admin(const LevelGraphOf<Weight>& graph, Partition& partition) {
     init_admin_nodes(graph, partition);
     const bool renumbered = !graph.to_original.empty();
     const auto num_nodes = static_cast<std::size_t>(graph.num_nodes);
@@ -517,7 +538,8 @@ void init_admin(const LevelGraph& graph, Partition& partition) {
 
 /// A partition of singletons (MutableVertexPartition(graph)): its community weights are
 /// the strengths, summed in the same order.
-void singletons(const LevelGraph& graph, Partition& partition) {
+template <typename Weight>
+void singletons(const LevelGraphOf<Weight>& graph, Partition& partition) {
     allocate(partition, graph.num_nodes);
     partition.membership.resize(static_cast<std::size_t>(graph.num_nodes));
     std::iota(partition.membership.begin(), partition.membership.end(), 0);
@@ -559,8 +581,8 @@ inline Node community_of(const Node* membership, Node u) {
 
 /// MutableVertexPartition::move_node without its bookkeeping of empty communities:
 /// node counts, sizes and community weights, in leidenalg's order of updates.
-template <bool kShared>
-void move_node_admin(const LevelGraph& graph, Partition& partition, Node v, Node new_comm) {
+template <bool kShared, typename Weight>
+void move_node_admin(const LevelGraphOf<Weight>& graph, Partition& partition, Node v, Node new_comm) {
     const auto node = static_cast<std::size_t>(v);
     const Node old_comm = partition.membership[node];
     const auto old_index = static_cast<std::size_t>(old_comm);
@@ -617,7 +639,8 @@ void move_node_admin(const LevelGraph& graph, Partition& partition, Node v, Node
 
 /// MutableVertexPartition::move_node, in its order of updates (the stack of empty
 /// communities first: it does not depend on the rest).
-void move_node(const LevelGraph& graph, Partition& partition, Node v, Node new_comm) {
+template <typename Weight>
+void move_node(const LevelGraphOf<Weight>& graph, Partition& partition, Node v, Node new_comm) {
     const Node old_comm = partition.membership[static_cast<std::size_t>(v)];
     if (partition.cnodes[static_cast<std::size_t>(old_comm)] == 1) partition.empty.push_back(old_comm);
     if (partition.cnodes[static_cast<std::size_t>(new_comm)] == 0) {
@@ -701,8 +724,8 @@ private:
 /// Accumulates v's weights to and from each neighbouring community (leidenalg's
 /// cache_neigh_communities for IGRAPH_OUT and IGRAPH_IN) and lists the communities in
 /// order of first appearance among v's neighbours in igraph's IGRAPH_ALL order.
-template <bool kShared = false>
-void gather(const LevelGraph& graph, const Partition& partition, Node v, Gathered& ws) {
+template <bool kShared = false, typename Weight>
+void gather(const LevelGraphOf<Weight>& graph, const Partition& partition, Node v, Gathered& ws) {
     Node* const candidates = ws.candidates.data();
     std::size_t count = 0;
     if (graph.symmetric_weights) {
@@ -713,7 +736,7 @@ void gather(const LevelGraph& graph, const Partition& partition, Node v, Gathere
         const auto begin = static_cast<std::size_t>(graph.out_offsets[static_cast<std::size_t>(v)]);
         const auto end = static_cast<std::size_t>(graph.out_offsets[static_cast<std::size_t>(v) + 1]);
         const Node* const targets = graph.out_targets.data();
-        const double* const weights = graph.out_weights.data();
+        const Weight* const weights = graph.out_weights.data();
         const Node* const membership = partition.membership.data();
         double* const sums = ws.weight_to_comm.data();
         for (std::size_t edge = begin; edge < end; ++edge) {
@@ -749,11 +772,13 @@ void gather(const LevelGraph& graph, const Partition& partition, Node v, Gathere
 }
 
 /// v's weight from `community` as gathered (leidenalg's weight_from_comm).
-inline double weight_from(const LevelGraph& graph, const Gathered& ws, std::size_t community) {
+template <typename Weight>
+inline double weight_from(const LevelGraphOf<Weight>& graph, const Gathered& ws, std::size_t community) {
     return graph.symmetric_weights ? ws.weight_to_comm[community] : ws.weight_from_comm[community];
 }
 
-void clear_gathered(const LevelGraph& graph, Gathered& ws) {
+template <typename Weight>
+void clear_gathered(const LevelGraphOf<Weight>& graph, Gathered& ws) {
     if (graph.symmetric_weights) {
         // gather() filled only the weights to each community.
         for (std::size_t slot = 0; slot < ws.num_candidates; ++slot) ws.weight_to_comm[static_cast<std::size_t>(ws.candidates[slot])] = 0.0;
@@ -767,7 +792,8 @@ void clear_gathered(const LevelGraph& graph, Gathered& ws) {
     }
 }
 
-DiffMove diff_for(const LevelGraph& graph, const Partition& partition, Node v, double resolution, const Gathered& ws) {
+template <typename Weight>
+DiffMove diff_for(const LevelGraphOf<Weight>& graph, const Partition& partition, Node v, double resolution, const Gathered& ws) {
     const auto node = static_cast<std::size_t>(v);
     const auto old_index = static_cast<std::size_t>(partition.membership[node]);
     return DiffMove(resolution, graph.total_weight, graph.strength_out[node], graph.strength_in[node], graph.self_weight[node],
@@ -777,7 +803,8 @@ DiffMove diff_for(const LevelGraph& graph, const Partition& partition, Node v, d
 
 /// Optimiser::move_nodes with ALL_NEIGH_COMMS and the empty community considered: the
 /// queue-based fast local move. Returns the summed improvement; renumbers at the end.
-double move_nodes(const LevelGraph& graph, Partition& partition, double resolution, Rng& rng, Workspace& ws,
+template <typename Weight>
+double move_nodes(const LevelGraphOf<Weight>& graph, Partition& partition, double resolution, Rng& rng, Workspace& ws,
                   Cancellation& cancel) {
     const Node num_nodes = graph.num_nodes;
     // leidenalg shuffles its node numbers 0..n-1; the same swaps on those numbers mapped
@@ -870,8 +897,8 @@ double move_nodes(const LevelGraph& graph, Partition& partition, double resoluti
 /// order, with the same decisions and sums as one pass over all nodes. With kShared,
 /// other groups run at the same time (the stack of empty communities is not kept; the
 /// renumbering that follows rebuilds it).
-template <bool kShared>
-void refine_nodes(const LevelGraph& graph, Partition& partition, const std::vector<Node>& constraint, double resolution,
+template <bool kShared, typename Weight>
+void refine_nodes(const LevelGraphOf<Weight>& graph, Partition& partition, const std::vector<Node>& constraint, double resolution,
                   const Node* order, std::size_t count, Gathered& gathered, JobContext& ctx) {
     // The partition starts as singletons and merges stay inside a constraint community.
     // Community c starts as {c}; while non-empty it still holds node c (only singletons
@@ -929,7 +956,8 @@ void refine_nodes(const LevelGraph& graph, Partition& partition, const std::vect
 /// `constraint`, which has `num_constraint_comms` communities) that improves the
 /// quality most, ties going to the later candidate (`>=`), provided the quality does
 /// not drop. Groups of constraint communities run in parallel (refine_nodes).
-void merge_nodes_constrained(const LevelGraph& graph, Partition& partition, const std::vector<Node>& constraint,
+template <typename Weight>
+void merge_nodes_constrained(const LevelGraphOf<Weight>& graph, Partition& partition, const std::vector<Node>& constraint,
                              Node num_constraint_comms, double resolution, Rng& rng, Workspace& ws, JobContext& ctx) {
     const Node num_nodes = graph.num_nodes;
     // leidenalg shuffles its node numbers 0..n-1; the same swaps on those numbers mapped
@@ -1019,7 +1047,8 @@ struct CollapseScratch {
 /// is leidenalg's edge-id order (total weight, out-strengths, the collapsed partition's
 /// community weights) is then taken in that order, so the result is the same for any
 /// number of threads.
-void collapse(const LevelGraph& graph, const Partition& refined, Partition& collapsed_partition, LevelGraph& next,
+template <typename Weight>
+void collapse(const LevelGraphOf<Weight>& graph, const Partition& refined, Partition& collapsed_partition, LevelGraph& next,
               Workspace& ws, JobContext& ctx) {
     const Node count = refined.num_communities;
     const auto num_nodes = static_cast<std::size_t>(graph.num_nodes);
@@ -1255,7 +1284,7 @@ void collapse(const LevelGraph& graph, const Partition& refined, Partition& coll
 
 /// Optimiser::optimise_partition: one Leiden iteration from the current partition of
 /// the base graph. Returns the improvement of its move_nodes calls.
-double optimise_partition(const LevelGraph& base, Partition& base_partition, bool& base_needs_init, double resolution, Rng& rng,
+double optimise_partition(const BaseGraph& base, Partition& base_partition, bool& base_needs_init, double resolution, Rng& rng,
                           Workspace& ws, Cancellation& cancel) {
     const auto num_cells = static_cast<std::size_t>(base.num_nodes);
     if (base_needs_init) {
@@ -1265,36 +1294,37 @@ double optimise_partition(const LevelGraph& base, Partition& base_partition, boo
     std::vector<Node>& aggregate = ws.aggregate;
     aggregate.resize(num_cells);
     std::iota(aggregate.begin(), aggregate.end(), 0);
-    const LevelGraph* graph = &base;
-    Partition* partition = &base_partition;
     double improvement = 0.0;
     Partition& refined = ws.refined;
-    for (int level = 0;; ++level) {
-        improvement += move_nodes(*graph, *partition, resolution, rng, ws, cancel);
+    // One level on `graph` (the first level's type differs from the collapsed ones');
+    // returns the collapsed graph and partition of the next level, or nulls when the
+    // aggregation ends.
+    const auto run_level = [&](const auto& graph, Partition& partition, int level) -> std::pair<const LevelGraph*, Partition*> {
+        improvement += move_nodes(graph, partition, resolution, rng, ws, cancel);
         if (level > 0) {
             // from_coarse_partition: the cells take their aggregate's community; the
             // base administration is rebuilt (init_admin) before it is next used.
             for (std::size_t cell = 0; cell < num_cells; ++cell)
-                base_partition.membership[cell] = partition->membership[static_cast<std::size_t>(aggregate[cell])];
+                base_partition.membership[cell] = partition.membership[static_cast<std::size_t>(aggregate[cell])];
             base_needs_init = true;
         }
-        singletons(*graph, refined);
-        merge_nodes_constrained(*graph, refined, partition->membership, partition->num_communities, resolution, rng, ws, cancel.ctx);
+        singletons(graph, refined);
+        merge_nodes_constrained(graph, refined, partition.membership, partition.num_communities, resolution, rng, ws, cancel.ctx);
         for (auto& node : aggregate) node = refined.membership[static_cast<std::size_t>(node)];
-        const bool aggregate_further =
-            refined.num_communities < graph->num_nodes && graph->num_nodes > partition->num_communities;
-        if (!aggregate_further) break;
+        const bool aggregate_further = refined.num_communities < graph.num_nodes && graph.num_nodes > partition.num_communities;
+        if (!aggregate_further) return {nullptr, nullptr};
         // Level + 1 goes to the slot that level - 1 used (the current level's is read).
         Partition& next_partition = ws.level_partitions[(level + 1) % 2];
         LevelGraph& next_graph = ws.level_graphs[(level + 1) % 2];
         next_partition.membership.assign(static_cast<std::size_t>(refined.num_communities), 0);
-        for (std::size_t v = 0; v < static_cast<std::size_t>(graph->num_nodes); ++v)
-            next_partition.membership[static_cast<std::size_t>(refined.membership[v])] = partition->membership[v];
-        collapse(*graph, refined, next_partition, next_graph, ws, cancel.ctx);
-        graph = &next_graph;
-        partition = &next_partition;
+        for (std::size_t v = 0; v < static_cast<std::size_t>(graph.num_nodes); ++v)
+            next_partition.membership[static_cast<std::size_t>(refined.membership[v])] = partition.membership[v];
+        collapse(graph, refined, next_partition, next_graph, ws, cancel.ctx);
         cancel.ctx.checkpoint();
-    }
+        return {&next_graph, &next_partition};
+    };
+    auto [graph, partition] = run_level(base, base_partition, 0);
+    for (int level = 1; graph != nullptr; ++level) std::tie(graph, partition) = run_level(*graph, *partition, level);
     if (base_needs_init) {
         // renumber_communities needs the sizes; the weights are rebuilt lazily.
         std::fill(base_partition.csize.begin(), base_partition.csize.end(), 0);
@@ -1323,7 +1353,7 @@ LeidenalgPartition leidenalg_optimise(const CsrGraph& graph, double resolution, 
 #else
     if (graph.num_cells > static_cast<std::int64_t>(INT32_MAX) - 1)
         throw std::invalid_argument("leiden: more than 2^31 - 2 cells");
-    const LevelGraph base = base_graph(graph, use_weights, renumber_for_locality);
+    const BaseGraph base = base_graph(graph, use_weights, renumber_for_locality);
     Partition partition;
     singletons(base, partition);
     bool needs_init = false;
