@@ -59,7 +59,12 @@ struct LevelGraphOf {
     std::vector<double> strength_out;  ///< summed in edge-id order (Graph::init_admin)
     std::vector<double> strength_in;
     std::vector<double> self_weight;   ///< weight of the self-loop (collapsed levels)
-    std::vector<std::int64_t> node_size;
+    /// The first level: no self-loops (self_weight all 0), and with symmetric weights
+    /// strength_in a copy of strength_out. The node visits then read neither copy
+    /// (fewer scattered reads; the values are the same).
+    bool no_self_loops = false;
+    bool strength_in_is_out = false;
+    std::vector<std::int32_t> node_size;  ///< cells (< 2^31, checked)
     double total_weight = 0.0;         ///< all edge weights summed in edge-id order
     /// Every node's in-edges come from exactly its out-neighbours (a symmetric matrix):
     /// igraph's IGRAPH_ALL order is then each neighbour's out-edge followed by its
@@ -91,8 +96,8 @@ struct CommunityWeights {
 /// allocated for as many communities as nodes (leidenalg's upper bound).
 struct Partition {
     std::vector<Node> membership;
-    std::vector<std::int64_t> csize;
-    std::vector<std::int64_t> cnodes;
+    std::vector<std::int32_t> csize;   ///< cells (< 2^31, checked)
+    std::vector<std::int32_t> cnodes;
     std::vector<CommunityWeights> weights;
     std::vector<Node> empty;          ///< _empty_communities (a stack; order matters)
     Node num_communities = 0;
@@ -194,8 +199,8 @@ inline void prefetch_node(const LevelGraphOf<Weight>& graph, const std::vector<N
     __builtin_prefetch(graph.out_offsets.data() + node);
     __builtin_prefetch(membership.data() + node);
     __builtin_prefetch(graph.strength_out.data() + node);
-    __builtin_prefetch(graph.strength_in.data() + node);
-    __builtin_prefetch(graph.self_weight.data() + node);
+    if (!graph.strength_in_is_out) __builtin_prefetch(graph.strength_in.data() + node);
+    if (!graph.no_self_loops) __builtin_prefetch(graph.self_weight.data() + node);
 }
 template <typename Weight>
 inline void prefetch_row(const LevelGraphOf<Weight>& graph, Node v) {
@@ -464,6 +469,7 @@ BaseGraph base_graph(const CsrGraph& csr, bool use_weights, bool renumber) {
         graph.out_offsets[row + 1] = static_cast<std::int64_t>(graph.out_targets.size());
     }
     graph.self_weight.assign(num_nodes, 0.0);
+    graph.no_self_loops = true;
     graph.node_size.assign(num_nodes, 1);
     if (mirrored(graph)) {
         // In-edges are the out-edges (in the same order, with the same weights): no
@@ -473,6 +479,7 @@ BaseGraph base_graph(const CsrGraph& csr, bool use_weights, bool renumber) {
         graph.in_offsets = graph.out_offsets;
         sum_out_strengths(graph);
         graph.strength_in = graph.strength_out;
+        graph.strength_in_is_out = true;
         if (renumber) renumber_for_locality(graph);
         return graph;
     }
@@ -587,7 +594,7 @@ void move_node_admin(const LevelGraphOf<Weight>& graph, Partition& partition, No
     const Node old_comm = partition.membership[node];
     const auto old_index = static_cast<std::size_t>(old_comm);
     const auto new_index = static_cast<std::size_t>(new_comm);
-    const std::int64_t size = graph.node_size[node];
+    const std::int32_t size = graph.node_size[node];
     partition.cnodes[old_index] -= 1;
     partition.csize[old_index] -= size;
     partition.cnodes[new_index] += 1;
@@ -796,7 +803,9 @@ template <typename Weight>
 DiffMove diff_for(const LevelGraphOf<Weight>& graph, const Partition& partition, Node v, double resolution, const Gathered& ws) {
     const auto node = static_cast<std::size_t>(v);
     const auto old_index = static_cast<std::size_t>(partition.membership[node]);
-    return DiffMove(resolution, graph.total_weight, graph.strength_out[node], graph.strength_in[node], graph.self_weight[node],
+    const double k_in = graph.strength_in_is_out ? graph.strength_out[node] : graph.strength_in[node];
+    const double self_weight = graph.no_self_loops ? 0.0 : graph.self_weight[node];
+    return DiffMove(resolution, graph.total_weight, graph.strength_out[node], k_in, self_weight,
                     ws.weight_to_comm[old_index], weight_from(graph, ws, old_index), partition.weights[old_index].from,
                     partition.weights[old_index].to);
 }
