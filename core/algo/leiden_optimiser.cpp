@@ -162,12 +162,18 @@ struct Workspace {
     std::vector<std::uint8_t> stable;
     std::vector<std::int64_t> member_offsets;
     std::vector<Node> members;
-    std::vector<Node> member_targets;    ///< collapse: members' edges, targets' communities
-    std::vector<double> member_weights;  ///< collapse: members' edges, weights
-    std::vector<Node> row_targets;       ///< collapse: aggregate rows by target, per chunk
-    std::vector<double> row_weights;
-    std::vector<std::uint32_t> row_sorted_index;  ///< collapse: see CollapseChunk
-    std::vector<std::int64_t> row_degree;         ///< collapse: per aggregate node
+    // The collapse's buffers, sized for the first level's edges and written before they
+    // are read (uninitialised: a page is first touched by the loop that fills it, and
+    // pages of the row buffers that no aggregate row reaches are never touched).
+    UninitializedVector<Node> member_targets;    ///< collapse: members' edges, targets' communities
+    UninitializedVector<float> member_weights_float;  ///< collapse: members' edges, weights (first level)
+    UninitializedVector<double> member_weights;  ///< collapse: members' edges, weights (collapsed levels)
+    UninitializedVector<Node> row_targets;       ///< collapse: aggregate rows by target, per chunk
+    UninitializedVector<double> row_weights;
+    UninitializedVector<std::uint32_t> row_sorted_index;  ///< collapse: see CollapseChunk
+    UninitializedVector<std::int64_t> row_degree;         ///< collapse: per aggregate node
+    UninitializedVector<std::int64_t> slot_of;             ///< collapse: per node
+    UninitializedVector<std::int64_t> member_edge_offsets; ///< collapse: per node + 1
     /// Levels >= 1 of a pass alternate between two graphs and partitions whose storage
     /// is kept across levels and passes (no fresh pages for every aggregate graph).
     LevelGraph level_graphs[2];
@@ -1030,7 +1036,7 @@ struct CollapseChunk {
 /// The first `size` elements of a buffer reused across levels; grows only (no
 /// zero-filling of what an earlier level already allocated).
 template <typename T>
-T* reuse(std::vector<T>& buffer, std::size_t size) {
+T* reuse(UninitializedVector<T>& buffer, std::size_t size) {
     if (buffer.size() < size) buffer.resize(size);
     return buffer.data();
 }
@@ -1068,7 +1074,7 @@ void collapse(const LevelGraphOf<Weight>& graph, const Partition& refined, Parti
     for (const Node community : refined.membership) ++ws.member_offsets[static_cast<std::size_t>(community) + 1];
     for (std::size_t c = 0; c < num_comms; ++c) ws.member_offsets[c + 1] += ws.member_offsets[c];
     ws.members.resize(num_nodes);
-    std::vector<std::int64_t> slot_of(num_nodes);
+    std::int64_t* const slot_of = reuse(ws.slot_of, num_nodes);
     {
         // By leidenalg's node number on a renumbered level.
         std::vector<std::int64_t> cursor(ws.member_offsets.begin(), ws.member_offsets.end() - 1);
@@ -1083,13 +1089,20 @@ void collapse(const LevelGraphOf<Weight>& graph, const Partition& refined, Parti
     // The members' out-edges laid out in that order, each target replaced by its
     // community: the rows below then read one contiguous run per community instead of
     // one random row per member. Copied row by row in node order (parallel).
-    std::vector<std::int64_t> member_edge_offsets(num_nodes + 1, 0);
+    std::int64_t* const member_edge_offsets = reuse(ws.member_edge_offsets, num_nodes + 1);
+    member_edge_offsets[0] = 0;
     for (std::size_t slot = 0; slot < num_nodes; ++slot) {
         const auto v = static_cast<std::size_t>(ws.members[slot]);
         member_edge_offsets[slot + 1] = member_edge_offsets[slot] + (graph.out_offsets[v + 1] - graph.out_offsets[v]);
     }
     Node* const member_targets_out = reuse(ws.member_targets, graph.out_targets.size());
-    double* const member_weights_out = reuse(ws.member_weights, graph.out_weights.size());
+    Weight* const member_weights_out = [&] {
+        if constexpr (std::is_same_v<Weight, float>) {
+            return reuse(ws.member_weights_float, graph.out_weights.size());
+        } else {
+            return reuse(ws.member_weights, graph.out_weights.size());
+        }
+    }();
     tbb::parallel_for(tbb::blocked_range<std::size_t>(0, num_nodes, 4096), [&](const tbb::blocked_range<std::size_t>& range) {
         ctx.checkpoint();
         const Node* const refined_membership = refined.membership.data();
@@ -1145,7 +1158,7 @@ void collapse(const LevelGraphOf<Weight>& graph, const Partition& refined, Parti
         std::uint32_t* const position = local.position.data();
         const std::size_t num_summary = local.summary.size();
         const Node* const member_targets = member_targets_out;
-        const double* const member_weights = member_weights_out;
+        const Weight* const member_weights = member_weights_out;
         for (std::size_t chunk_index = range.begin(); chunk_index != range.end(); ++chunk_index) {
             ctx.checkpoint();
             CollapseChunk& chunk = chunks[chunk_index];
