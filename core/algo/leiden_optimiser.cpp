@@ -218,8 +218,8 @@ inline void prefetch_row(const LevelGraphOf<Weight>& graph, Node v) {
     const char* const weights = reinterpret_cast<const char*>(graph.out_weights.data());
     for (std::size_t byte = begin * sizeof(Node); byte < end * sizeof(Node); byte += kLine) __builtin_prefetch(targets + byte);
     __builtin_prefetch(targets + end * sizeof(Node) - 1);
-    for (std::size_t byte = begin * sizeof(double); byte < end * sizeof(double); byte += kLine) __builtin_prefetch(weights + byte);
-    __builtin_prefetch(weights + end * sizeof(double) - 1);
+    for (std::size_t byte = begin * sizeof(Weight); byte < end * sizeof(Weight); byte += kLine) __builtin_prefetch(weights + byte);
+    __builtin_prefetch(weights + end * sizeof(Weight) - 1);
 }
 template <typename Weight>
 inline void prefetch_neighbour_communities(const LevelGraphOf<Weight>& graph, const std::vector<Node>& membership, Node v) {
