@@ -13,7 +13,6 @@
 #include <stdexcept>
 #include <string>
 #include <type_traits>
-#include <tuple>
 #include <utility>
 
 #include "core/types/JobContext.hpp"
@@ -41,30 +40,19 @@ using Node = std::int32_t;
 /// One level's graph as leidenalg's Graph holds it. Out-edges of a node are ordered by
 /// target and in-edges by source, which is the order igraph_neighbors / igraph_incident
 /// return them in (igraph's `oi` / `ii` indices; no parallel edges occur here).
-/// Edge weights are stored as `Weight`: float on the first level, whose weights are the
-/// graph's float values (or 1), so that widening each to double where it is read gives
-/// leidenalg's double exactly and every sum is unchanged, in half the memory; double on
-/// the collapsed levels, whose weights are sums.
-template <typename Weight>
-struct LevelGraphOf {
-    using WeightType = Weight;
+struct LevelGraph {
     Node num_nodes = 0;
     std::vector<std::int64_t> out_offsets{0};
     // Edge arrays filled completely after a resize (by parallel loops when collapsing).
     UninitializedVector<Node> out_targets;
-    UninitializedVector<Weight> out_weights;
+    UninitializedVector<double> out_weights;
     std::vector<std::int64_t> in_offsets{0};
     UninitializedVector<Node> in_sources;
-    UninitializedVector<Weight> in_weights;
+    UninitializedVector<double> in_weights;
     std::vector<double> strength_out;  ///< summed in edge-id order (Graph::init_admin)
     std::vector<double> strength_in;
     std::vector<double> self_weight;   ///< weight of the self-loop (collapsed levels)
-    /// The first level: no self-loops (self_weight all 0), and with symmetric weights
-    /// strength_in a copy of strength_out. The node visits then read neither copy
-    /// (fewer scattered reads; the values are the same).
-    bool no_self_loops = false;
-    bool strength_in_is_out = false;
-    std::vector<std::int32_t> node_size;  ///< cells (< 2^31, checked)
+    std::vector<std::int64_t> node_size;
     double total_weight = 0.0;         ///< all edge weights summed in edge-id order
     /// Every node's in-edges come from exactly its out-neighbours (a symmetric matrix):
     /// igraph's IGRAPH_ALL order is then each neighbour's out-edge followed by its
@@ -81,8 +69,6 @@ struct LevelGraphOf {
     std::vector<Node> to_original;
     std::vector<Node> to_internal;
 };
-using LevelGraph = LevelGraphOf<double>;  ///< the collapsed levels
-using BaseGraph = LevelGraphOf<float>;    ///< the first level
 
 /// A community's total_weight_from_comm and total_weight_to_comm, side by side (read
 /// together for every candidate community).
@@ -96,8 +82,8 @@ struct CommunityWeights {
 /// allocated for as many communities as nodes (leidenalg's upper bound).
 struct Partition {
     std::vector<Node> membership;
-    std::vector<std::int32_t> csize;   ///< cells (< 2^31, checked)
-    std::vector<std::int32_t> cnodes;
+    std::vector<std::int64_t> csize;
+    std::vector<std::int64_t> cnodes;
     std::vector<CommunityWeights> weights;
     std::vector<Node> empty;          ///< _empty_communities (a stack; order matters)
     Node num_communities = 0;
@@ -162,18 +148,12 @@ struct Workspace {
     std::vector<std::uint8_t> stable;
     std::vector<std::int64_t> member_offsets;
     std::vector<Node> members;
-    // The collapse's buffers, sized for the first level's edges and written before they
-    // are read (uninitialised: a page is first touched by the loop that fills it, and
-    // pages of the row buffers that no aggregate row reaches are never touched).
-    UninitializedVector<Node> member_targets;    ///< collapse: members' edges, targets' communities
-    UninitializedVector<float> member_weights_float;  ///< collapse: members' edges, weights (first level)
-    UninitializedVector<double> member_weights;  ///< collapse: members' edges, weights (collapsed levels)
-    UninitializedVector<Node> row_targets;       ///< collapse: aggregate rows by target, per chunk
-    UninitializedVector<double> row_weights;
-    UninitializedVector<std::uint32_t> row_sorted_index;  ///< collapse: see CollapseChunk
-    UninitializedVector<std::int64_t> row_degree;         ///< collapse: per aggregate node
-    UninitializedVector<std::int64_t> slot_of;             ///< collapse: per node
-    UninitializedVector<std::int64_t> member_edge_offsets; ///< collapse: per node + 1
+    std::vector<Node> member_targets;    ///< collapse: members' edges, targets' communities
+    std::vector<double> member_weights;  ///< collapse: members' edges, weights
+    std::vector<Node> row_targets;       ///< collapse: aggregate rows by target, per chunk
+    std::vector<double> row_weights;
+    std::vector<std::uint32_t> row_sorted_index;  ///< collapse: see CollapseChunk
+    std::vector<std::int64_t> row_degree;         ///< collapse: per aggregate node
     /// Levels >= 1 of a pass alternate between two graphs and partitions whose storage
     /// is kept across levels and passes (no fresh pages for every aggregate graph).
     LevelGraph level_graphs[2];
@@ -199,17 +179,15 @@ struct Cancellation {
 
 /// Hides memory latency of the random accesses ahead of use (no effect on results), at
 /// the distances kPrefetchNode ... kPrefetchSums below.
-template <typename Weight>
-inline void prefetch_node(const LevelGraphOf<Weight>& graph, const std::vector<Node>& membership, Node v) {
+inline void prefetch_node(const LevelGraph& graph, const std::vector<Node>& membership, Node v) {
     const auto node = static_cast<std::size_t>(v);
     __builtin_prefetch(graph.out_offsets.data() + node);
     __builtin_prefetch(membership.data() + node);
     __builtin_prefetch(graph.strength_out.data() + node);
-    if (!graph.strength_in_is_out) __builtin_prefetch(graph.strength_in.data() + node);
-    if (!graph.no_self_loops) __builtin_prefetch(graph.self_weight.data() + node);
+    __builtin_prefetch(graph.strength_in.data() + node);
+    __builtin_prefetch(graph.self_weight.data() + node);
 }
-template <typename Weight>
-inline void prefetch_row(const LevelGraphOf<Weight>& graph, Node v) {
+inline void prefetch_row(const LevelGraph& graph, Node v) {
     constexpr std::size_t kLine = 64;
     const auto begin = static_cast<std::size_t>(graph.out_offsets[static_cast<std::size_t>(v)]);
     const auto end = static_cast<std::size_t>(graph.out_offsets[static_cast<std::size_t>(v) + 1]);
@@ -218,11 +196,10 @@ inline void prefetch_row(const LevelGraphOf<Weight>& graph, Node v) {
     const char* const weights = reinterpret_cast<const char*>(graph.out_weights.data());
     for (std::size_t byte = begin * sizeof(Node); byte < end * sizeof(Node); byte += kLine) __builtin_prefetch(targets + byte);
     __builtin_prefetch(targets + end * sizeof(Node) - 1);
-    for (std::size_t byte = begin * sizeof(Weight); byte < end * sizeof(Weight); byte += kLine) __builtin_prefetch(weights + byte);
-    __builtin_prefetch(weights + end * sizeof(Weight) - 1);
+    for (std::size_t byte = begin * sizeof(double); byte < end * sizeof(double); byte += kLine) __builtin_prefetch(weights + byte);
+    __builtin_prefetch(weights + end * sizeof(double) - 1);
 }
-template <typename Weight>
-inline void prefetch_neighbour_communities(const LevelGraphOf<Weight>& graph, const std::vector<Node>& membership, Node v) {
+inline void prefetch_neighbour_communities(const LevelGraph& graph, const std::vector<Node>& membership, Node v) {
     const auto begin = static_cast<std::size_t>(graph.out_offsets[static_cast<std::size_t>(v)]);
     const auto end = static_cast<std::size_t>(graph.out_offsets[static_cast<std::size_t>(v) + 1]);
     for (std::size_t edge = begin; edge < end; ++edge) __builtin_prefetch(membership.data() + graph.out_targets[edge]);
@@ -231,8 +208,8 @@ inline void prefetch_neighbour_communities(const LevelGraphOf<Weight>& graph, co
 /// and the communities' weights (their communities prefetched before).
 /// With kShared the membership is being written by other tasks (see community_of).
 /// `constraint` (the refinement's, indexed by community there): also its entries.
-template <bool kShared, typename Weights, typename Weight>
-inline void prefetch_neighbour_sums(const LevelGraphOf<Weight>& graph, const std::vector<Node>& membership, const Weights* weights,
+template <bool kShared, typename Weights>
+inline void prefetch_neighbour_sums(const LevelGraph& graph, const std::vector<Node>& membership, const Weights* weights,
                                     const double* sums, Node v, const Node* constraint = nullptr) {
     const auto begin = static_cast<std::size_t>(graph.out_offsets[static_cast<std::size_t>(v)]);
     const auto end = static_cast<std::size_t>(graph.out_offsets[static_cast<std::size_t>(v) + 1]);
@@ -265,8 +242,8 @@ constexpr std::size_t kPrefetchSums = 0;
 
 /// Visits the edges of v in igraph's IGRAPH_ALL order for a directed graph: out- and
 /// in-edges merged by neighbour, the out-edge first when both go to the same one.
-template <typename Weight, typename OnOut, typename OnIn>
-void for_all_edges(const LevelGraphOf<Weight>& graph, Node v, OnOut&& on_out, OnIn&& on_in) {
+template <typename OnOut, typename OnIn>
+void for_all_edges(const LevelGraph& graph, Node v, OnOut&& on_out, OnIn&& on_in) {
     if (graph.symmetric_structure) {
         const auto begin = static_cast<std::size_t>(graph.out_offsets[static_cast<std::size_t>(v)]);
         const auto end = static_cast<std::size_t>(graph.out_offsets[static_cast<std::size_t>(v) + 1]);
@@ -299,8 +276,7 @@ void for_all_edges(const LevelGraphOf<Weight>& graph, Node v, OnOut&& on_out, On
 
 /// Fills the in-edges (each node's by increasing source, i.e. in edge-id order) and the
 /// in-strengths summed in that order from the out-edges.
-template <typename Weight>
-void add_in_edges(LevelGraphOf<Weight>& graph) {
+void add_in_edges(LevelGraph& graph) {
     const auto num_nodes = static_cast<std::size_t>(graph.num_nodes);
     graph.in_offsets.assign(num_nodes + 1, 0);
     for (const Node target : graph.out_targets) ++graph.in_offsets[static_cast<std::size_t>(target) + 1];
@@ -324,8 +300,7 @@ void add_in_edges(LevelGraphOf<Weight>& graph) {
 
 /// Out-strengths and the total weight, summed in edge-id order (grouped by source,
 /// ascending), as leidenalg sums them.
-template <typename Weight>
-void sum_out_strengths(LevelGraphOf<Weight>& graph) {
+void sum_out_strengths(LevelGraph& graph) {
     const auto num_nodes = static_cast<std::size_t>(graph.num_nodes);
     graph.strength_out.assign(num_nodes, 0.0);
     graph.total_weight = 0.0;
@@ -340,15 +315,13 @@ void sum_out_strengths(LevelGraphOf<Weight>& graph) {
 
 /// Fills in-edges, strengths and the total weight from the out-edges, whose stored
 /// order is the edge-id order (grouped by source, ascending).
-template <typename Weight>
-void finish_graph(LevelGraphOf<Weight>& graph) {
+void finish_graph(LevelGraph& graph) {
     sum_out_strengths(graph);
     add_in_edges(graph);
 }
 
 /// Sets the symmetry flags once out-edges are in target order.
-template <typename Weight>
-void detect_symmetry(LevelGraphOf<Weight>& graph) {
+void detect_symmetry(LevelGraph& graph) {
     graph.symmetric_structure = graph.in_offsets == graph.out_offsets && graph.in_sources == graph.out_targets;
     graph.symmetric_weights = graph.symmetric_structure && graph.in_weights == graph.out_weights;
 }
@@ -357,8 +330,7 @@ void detect_symmetry(LevelGraphOf<Weight>& graph) {
 /// in-edges, by increasing source, are exactly its out-edges by increasing target: one
 /// walk over the edges in row order, matching each against the next unmatched entry of
 /// its target's row.
-template <typename Weight>
-bool mirrored(const LevelGraphOf<Weight>& graph) {
+bool mirrored(const LevelGraph& graph) {
     const auto num_nodes = static_cast<std::size_t>(graph.num_nodes);
     std::vector<std::int64_t> cursor(graph.out_offsets.begin(), graph.out_offsets.end() - 1);
     for (std::size_t v = 0; v < num_nodes; ++v) {
@@ -385,8 +357,7 @@ bool mirrored(const LevelGraphOf<Weight>& graph) {
 /// and the optimiser maps its node orders through to_internal, sums in edge-id order
 /// through to_original and breaks ties between communities numbered as nodes by their
 /// leidenalg numbers (Partition::original_id).
-template <typename Weight>
-void renumber_for_locality(LevelGraphOf<Weight>& graph) {
+void renumber_for_locality(LevelGraph& graph) {
     const auto num_nodes = static_cast<std::size_t>(graph.num_nodes);
     if (num_nodes < 2) return;
     std::vector<Node> to_original(num_nodes);
@@ -412,7 +383,7 @@ void renumber_for_locality(LevelGraphOf<Weight>& graph) {
         offsets[node + 1] = offsets[node] + (graph.out_offsets[v + 1] - graph.out_offsets[v]);
     }
     UninitializedVector<Node> targets(graph.out_targets.size());
-    UninitializedVector<Weight> weights(graph.out_weights.size());
+    UninitializedVector<double> weights(graph.out_weights.size());
     tbb::parallel_for(tbb::blocked_range<std::size_t>(0, num_nodes, 4096), [&](const tbb::blocked_range<std::size_t>& range) {
         for (std::size_t node = range.begin(); node != range.end(); ++node) {
             const auto v = static_cast<std::size_t>(to_original[node]);
@@ -441,8 +412,7 @@ void renumber_for_locality(LevelGraphOf<Weight>& graph) {
 
 /// The nodes of `graph` in leidenalg's numbering order, as this level numbers them
 /// (the identity unless the level was renumbered for locality).
-template <typename Weight>
-void leidenalg_node_order(const LevelGraphOf<Weight>& graph, std::vector<Node>& order) {
+void leidenalg_node_order(const LevelGraph& graph, std::vector<Node>& order) {
     order.resize(static_cast<std::size_t>(graph.num_nodes));
     if (graph.to_internal.empty()) {
         std::iota(order.begin(), order.end(), 0);
@@ -453,8 +423,8 @@ void leidenalg_node_order(const LevelGraphOf<Weight>& graph, std::vector<Node>& 
 
 /// The first level: scanpy's graph, edges numbered in row-major order of the CSR
 /// (adjacency.nonzero()); rows are sorted, so that is also igraph's target order.
-BaseGraph base_graph(const CsrGraph& csr, bool use_weights, bool renumber) {
-    BaseGraph graph;
+LevelGraph base_graph(const CsrGraph& csr, bool use_weights, bool renumber) {
+    LevelGraph graph;
     graph.num_nodes = static_cast<Node>(csr.num_cells);
     const auto num_nodes = static_cast<std::size_t>(csr.num_cells);
     graph.out_offsets.assign(num_nodes + 1, 0);
@@ -470,12 +440,11 @@ BaseGraph base_graph(const CsrGraph& csr, bool use_weights, bool renumber) {
                 throw std::invalid_argument("leiden graph: row " + std::to_string(row) + ", column " + std::to_string(column) +
                                             " has weight " + std::to_string(value) + "; weights must be finite and >= 0");
             graph.out_targets.push_back(column);
-            graph.out_weights.push_back(use_weights ? value : 1.0f);
+            graph.out_weights.push_back(use_weights ? static_cast<double>(value) : 1.0);
         }
         graph.out_offsets[row + 1] = static_cast<std::int64_t>(graph.out_targets.size());
     }
     graph.self_weight.assign(num_nodes, 0.0);
-    graph.no_self_loops = true;
     graph.node_size.assign(num_nodes, 1);
     if (mirrored(graph)) {
         // In-edges are the out-edges (in the same order, with the same weights): no
@@ -485,7 +454,6 @@ BaseGraph base_graph(const CsrGraph& csr, bool use_weights, bool renumber) {
         graph.in_offsets = graph.out_offsets;
         sum_out_strengths(graph);
         graph.strength_in = graph.strength_out;
-        graph.strength_in_is_out = true;
         if (renumber) renumber_for_locality(graph);
         return graph;
     }
@@ -505,8 +473,7 @@ void allocate(Partition& partition, Node num_nodes) {
 
 /// The node part of MutableVertexPartition::init_admin for the current membership:
 /// community count, sizes and node counts; weights zeroed.
-template <typename Weight>
-void init_admin_nodes(const LevelGraphOf<Weight>& graph, Partition& partition) {
+void init_admin_nodes(const LevelGraph& graph, Partition& partition) {
     allocate(partition, graph.num_nodes);
     Node count = 0;
     for (const Node community : partition.membership) count = std::max(count, community + 1);
@@ -527,8 +494,7 @@ void init_admin_empty(Partition& partition) {
 
 /// MutableVertexPartition::init_admin for the current membership: sums over edges in
 /// edge-id order, which is the stored order of the base graph's out-edges.
-template <typename Weight>
-void init_admin(const LevelGraphOf<Weight>& graph, Partition& partition) {
+void init_admin(const LevelGraph& graph, Partition& partition) {
     init_admin_nodes(graph, partition);
     const bool renumbered = !graph.to_original.empty();
     const auto num_nodes = static_cast<std::size_t>(graph.num_nodes);
@@ -551,8 +517,7 @@ void init_admin(const LevelGraphOf<Weight>& graph, Partition& partition) {
 
 /// A partition of singletons (MutableVertexPartition(graph)): its community weights are
 /// the strengths, summed in the same order.
-template <typename Weight>
-void singletons(const LevelGraphOf<Weight>& graph, Partition& partition) {
+void singletons(const LevelGraph& graph, Partition& partition) {
     allocate(partition, graph.num_nodes);
     partition.membership.resize(static_cast<std::size_t>(graph.num_nodes));
     std::iota(partition.membership.begin(), partition.membership.end(), 0);
@@ -594,13 +559,13 @@ inline Node community_of(const Node* membership, Node u) {
 
 /// MutableVertexPartition::move_node without its bookkeeping of empty communities:
 /// node counts, sizes and community weights, in leidenalg's order of updates.
-template <bool kShared, typename Weight>
-void move_node_admin(const LevelGraphOf<Weight>& graph, Partition& partition, Node v, Node new_comm) {
+template <bool kShared>
+void move_node_admin(const LevelGraph& graph, Partition& partition, Node v, Node new_comm) {
     const auto node = static_cast<std::size_t>(v);
     const Node old_comm = partition.membership[node];
     const auto old_index = static_cast<std::size_t>(old_comm);
     const auto new_index = static_cast<std::size_t>(new_comm);
-    const std::int32_t size = graph.node_size[node];
+    const std::int64_t size = graph.node_size[node];
     partition.cnodes[old_index] -= 1;
     partition.csize[old_index] -= size;
     partition.cnodes[new_index] += 1;
@@ -652,8 +617,7 @@ void move_node_admin(const LevelGraphOf<Weight>& graph, Partition& partition, No
 
 /// MutableVertexPartition::move_node, in its order of updates (the stack of empty
 /// communities first: it does not depend on the rest).
-template <typename Weight>
-void move_node(const LevelGraphOf<Weight>& graph, Partition& partition, Node v, Node new_comm) {
+void move_node(const LevelGraph& graph, Partition& partition, Node v, Node new_comm) {
     const Node old_comm = partition.membership[static_cast<std::size_t>(v)];
     if (partition.cnodes[static_cast<std::size_t>(old_comm)] == 1) partition.empty.push_back(old_comm);
     if (partition.cnodes[static_cast<std::size_t>(new_comm)] == 0) {
@@ -737,8 +701,8 @@ private:
 /// Accumulates v's weights to and from each neighbouring community (leidenalg's
 /// cache_neigh_communities for IGRAPH_OUT and IGRAPH_IN) and lists the communities in
 /// order of first appearance among v's neighbours in igraph's IGRAPH_ALL order.
-template <bool kShared = false, typename Weight>
-void gather(const LevelGraphOf<Weight>& graph, const Partition& partition, Node v, Gathered& ws) {
+template <bool kShared = false>
+void gather(const LevelGraph& graph, const Partition& partition, Node v, Gathered& ws) {
     Node* const candidates = ws.candidates.data();
     std::size_t count = 0;
     if (graph.symmetric_weights) {
@@ -749,7 +713,7 @@ void gather(const LevelGraphOf<Weight>& graph, const Partition& partition, Node 
         const auto begin = static_cast<std::size_t>(graph.out_offsets[static_cast<std::size_t>(v)]);
         const auto end = static_cast<std::size_t>(graph.out_offsets[static_cast<std::size_t>(v) + 1]);
         const Node* const targets = graph.out_targets.data();
-        const Weight* const weights = graph.out_weights.data();
+        const double* const weights = graph.out_weights.data();
         const Node* const membership = partition.membership.data();
         double* const sums = ws.weight_to_comm.data();
         for (std::size_t edge = begin; edge < end; ++edge) {
@@ -785,13 +749,11 @@ void gather(const LevelGraphOf<Weight>& graph, const Partition& partition, Node 
 }
 
 /// v's weight from `community` as gathered (leidenalg's weight_from_comm).
-template <typename Weight>
-inline double weight_from(const LevelGraphOf<Weight>& graph, const Gathered& ws, std::size_t community) {
+inline double weight_from(const LevelGraph& graph, const Gathered& ws, std::size_t community) {
     return graph.symmetric_weights ? ws.weight_to_comm[community] : ws.weight_from_comm[community];
 }
 
-template <typename Weight>
-void clear_gathered(const LevelGraphOf<Weight>& graph, Gathered& ws) {
+void clear_gathered(const LevelGraph& graph, Gathered& ws) {
     if (graph.symmetric_weights) {
         // gather() filled only the weights to each community.
         for (std::size_t slot = 0; slot < ws.num_candidates; ++slot) ws.weight_to_comm[static_cast<std::size_t>(ws.candidates[slot])] = 0.0;
@@ -805,21 +767,17 @@ void clear_gathered(const LevelGraphOf<Weight>& graph, Gathered& ws) {
     }
 }
 
-template <typename Weight>
-DiffMove diff_for(const LevelGraphOf<Weight>& graph, const Partition& partition, Node v, double resolution, const Gathered& ws) {
+DiffMove diff_for(const LevelGraph& graph, const Partition& partition, Node v, double resolution, const Gathered& ws) {
     const auto node = static_cast<std::size_t>(v);
     const auto old_index = static_cast<std::size_t>(partition.membership[node]);
-    const double k_in = graph.strength_in_is_out ? graph.strength_out[node] : graph.strength_in[node];
-    const double self_weight = graph.no_self_loops ? 0.0 : graph.self_weight[node];
-    return DiffMove(resolution, graph.total_weight, graph.strength_out[node], k_in, self_weight,
+    return DiffMove(resolution, graph.total_weight, graph.strength_out[node], graph.strength_in[node], graph.self_weight[node],
                     ws.weight_to_comm[old_index], weight_from(graph, ws, old_index), partition.weights[old_index].from,
                     partition.weights[old_index].to);
 }
 
 /// Optimiser::move_nodes with ALL_NEIGH_COMMS and the empty community considered: the
 /// queue-based fast local move. Returns the summed improvement; renumbers at the end.
-template <typename Weight>
-double move_nodes(const LevelGraphOf<Weight>& graph, Partition& partition, double resolution, Rng& rng, Workspace& ws,
+double move_nodes(const LevelGraph& graph, Partition& partition, double resolution, Rng& rng, Workspace& ws,
                   Cancellation& cancel) {
     const Node num_nodes = graph.num_nodes;
     // leidenalg shuffles its node numbers 0..n-1; the same swaps on those numbers mapped
@@ -912,8 +870,8 @@ double move_nodes(const LevelGraphOf<Weight>& graph, Partition& partition, doubl
 /// order, with the same decisions and sums as one pass over all nodes. With kShared,
 /// other groups run at the same time (the stack of empty communities is not kept; the
 /// renumbering that follows rebuilds it).
-template <bool kShared, typename Weight>
-void refine_nodes(const LevelGraphOf<Weight>& graph, Partition& partition, const std::vector<Node>& constraint, double resolution,
+template <bool kShared>
+void refine_nodes(const LevelGraph& graph, Partition& partition, const std::vector<Node>& constraint, double resolution,
                   const Node* order, std::size_t count, Gathered& gathered, JobContext& ctx) {
     // The partition starts as singletons and merges stay inside a constraint community.
     // Community c starts as {c}; while non-empty it still holds node c (only singletons
@@ -971,8 +929,7 @@ void refine_nodes(const LevelGraphOf<Weight>& graph, Partition& partition, const
 /// `constraint`, which has `num_constraint_comms` communities) that improves the
 /// quality most, ties going to the later candidate (`>=`), provided the quality does
 /// not drop. Groups of constraint communities run in parallel (refine_nodes).
-template <typename Weight>
-void merge_nodes_constrained(const LevelGraphOf<Weight>& graph, Partition& partition, const std::vector<Node>& constraint,
+void merge_nodes_constrained(const LevelGraph& graph, Partition& partition, const std::vector<Node>& constraint,
                              Node num_constraint_comms, double resolution, Rng& rng, Workspace& ws, JobContext& ctx) {
     const Node num_nodes = graph.num_nodes;
     // leidenalg shuffles its node numbers 0..n-1; the same swaps on those numbers mapped
@@ -1036,7 +993,7 @@ struct CollapseChunk {
 /// The first `size` elements of a buffer reused across levels; grows only (no
 /// zero-filling of what an earlier level already allocated).
 template <typename T>
-T* reuse(UninitializedVector<T>& buffer, std::size_t size) {
+T* reuse(std::vector<T>& buffer, std::size_t size) {
     if (buffer.size() < size) buffer.resize(size);
     return buffer.data();
 }
@@ -1062,8 +1019,7 @@ struct CollapseScratch {
 /// is leidenalg's edge-id order (total weight, out-strengths, the collapsed partition's
 /// community weights) is then taken in that order, so the result is the same for any
 /// number of threads.
-template <typename Weight>
-void collapse(const LevelGraphOf<Weight>& graph, const Partition& refined, Partition& collapsed_partition, LevelGraph& next,
+void collapse(const LevelGraph& graph, const Partition& refined, Partition& collapsed_partition, LevelGraph& next,
               Workspace& ws, JobContext& ctx) {
     const Node count = refined.num_communities;
     const auto num_nodes = static_cast<std::size_t>(graph.num_nodes);
@@ -1074,7 +1030,7 @@ void collapse(const LevelGraphOf<Weight>& graph, const Partition& refined, Parti
     for (const Node community : refined.membership) ++ws.member_offsets[static_cast<std::size_t>(community) + 1];
     for (std::size_t c = 0; c < num_comms; ++c) ws.member_offsets[c + 1] += ws.member_offsets[c];
     ws.members.resize(num_nodes);
-    std::int64_t* const slot_of = reuse(ws.slot_of, num_nodes);
+    std::vector<std::int64_t> slot_of(num_nodes);
     {
         // By leidenalg's node number on a renumbered level.
         std::vector<std::int64_t> cursor(ws.member_offsets.begin(), ws.member_offsets.end() - 1);
@@ -1089,20 +1045,13 @@ void collapse(const LevelGraphOf<Weight>& graph, const Partition& refined, Parti
     // The members' out-edges laid out in that order, each target replaced by its
     // community: the rows below then read one contiguous run per community instead of
     // one random row per member. Copied row by row in node order (parallel).
-    std::int64_t* const member_edge_offsets = reuse(ws.member_edge_offsets, num_nodes + 1);
-    member_edge_offsets[0] = 0;
+    std::vector<std::int64_t> member_edge_offsets(num_nodes + 1, 0);
     for (std::size_t slot = 0; slot < num_nodes; ++slot) {
         const auto v = static_cast<std::size_t>(ws.members[slot]);
         member_edge_offsets[slot + 1] = member_edge_offsets[slot] + (graph.out_offsets[v + 1] - graph.out_offsets[v]);
     }
     Node* const member_targets_out = reuse(ws.member_targets, graph.out_targets.size());
-    Weight* const member_weights_out = [&] {
-        if constexpr (std::is_same_v<Weight, float>) {
-            return reuse(ws.member_weights_float, graph.out_weights.size());
-        } else {
-            return reuse(ws.member_weights, graph.out_weights.size());
-        }
-    }();
+    double* const member_weights_out = reuse(ws.member_weights, graph.out_weights.size());
     tbb::parallel_for(tbb::blocked_range<std::size_t>(0, num_nodes, 4096), [&](const tbb::blocked_range<std::size_t>& range) {
         ctx.checkpoint();
         const Node* const refined_membership = refined.membership.data();
@@ -1158,7 +1107,7 @@ void collapse(const LevelGraphOf<Weight>& graph, const Partition& refined, Parti
         std::uint32_t* const position = local.position.data();
         const std::size_t num_summary = local.summary.size();
         const Node* const member_targets = member_targets_out;
-        const Weight* const member_weights = member_weights_out;
+        const double* const member_weights = member_weights_out;
         for (std::size_t chunk_index = range.begin(); chunk_index != range.end(); ++chunk_index) {
             ctx.checkpoint();
             CollapseChunk& chunk = chunks[chunk_index];
@@ -1306,7 +1255,7 @@ void collapse(const LevelGraphOf<Weight>& graph, const Partition& refined, Parti
 
 /// Optimiser::optimise_partition: one Leiden iteration from the current partition of
 /// the base graph. Returns the improvement of its move_nodes calls.
-double optimise_partition(const BaseGraph& base, Partition& base_partition, bool& base_needs_init, double resolution, Rng& rng,
+double optimise_partition(const LevelGraph& base, Partition& base_partition, bool& base_needs_init, double resolution, Rng& rng,
                           Workspace& ws, Cancellation& cancel) {
     const auto num_cells = static_cast<std::size_t>(base.num_nodes);
     if (base_needs_init) {
@@ -1316,37 +1265,36 @@ double optimise_partition(const BaseGraph& base, Partition& base_partition, bool
     std::vector<Node>& aggregate = ws.aggregate;
     aggregate.resize(num_cells);
     std::iota(aggregate.begin(), aggregate.end(), 0);
+    const LevelGraph* graph = &base;
+    Partition* partition = &base_partition;
     double improvement = 0.0;
     Partition& refined = ws.refined;
-    // One level on `graph` (the first level's type differs from the collapsed ones');
-    // returns the collapsed graph and partition of the next level, or nulls when the
-    // aggregation ends.
-    const auto run_level = [&](const auto& graph, Partition& partition, int level) -> std::pair<const LevelGraph*, Partition*> {
-        improvement += move_nodes(graph, partition, resolution, rng, ws, cancel);
+    for (int level = 0;; ++level) {
+        improvement += move_nodes(*graph, *partition, resolution, rng, ws, cancel);
         if (level > 0) {
             // from_coarse_partition: the cells take their aggregate's community; the
             // base administration is rebuilt (init_admin) before it is next used.
             for (std::size_t cell = 0; cell < num_cells; ++cell)
-                base_partition.membership[cell] = partition.membership[static_cast<std::size_t>(aggregate[cell])];
+                base_partition.membership[cell] = partition->membership[static_cast<std::size_t>(aggregate[cell])];
             base_needs_init = true;
         }
-        singletons(graph, refined);
-        merge_nodes_constrained(graph, refined, partition.membership, partition.num_communities, resolution, rng, ws, cancel.ctx);
+        singletons(*graph, refined);
+        merge_nodes_constrained(*graph, refined, partition->membership, partition->num_communities, resolution, rng, ws, cancel.ctx);
         for (auto& node : aggregate) node = refined.membership[static_cast<std::size_t>(node)];
-        const bool aggregate_further = refined.num_communities < graph.num_nodes && graph.num_nodes > partition.num_communities;
-        if (!aggregate_further) return {nullptr, nullptr};
+        const bool aggregate_further =
+            refined.num_communities < graph->num_nodes && graph->num_nodes > partition->num_communities;
+        if (!aggregate_further) break;
         // Level + 1 goes to the slot that level - 1 used (the current level's is read).
         Partition& next_partition = ws.level_partitions[(level + 1) % 2];
         LevelGraph& next_graph = ws.level_graphs[(level + 1) % 2];
         next_partition.membership.assign(static_cast<std::size_t>(refined.num_communities), 0);
-        for (std::size_t v = 0; v < static_cast<std::size_t>(graph.num_nodes); ++v)
-            next_partition.membership[static_cast<std::size_t>(refined.membership[v])] = partition.membership[v];
-        collapse(graph, refined, next_partition, next_graph, ws, cancel.ctx);
+        for (std::size_t v = 0; v < static_cast<std::size_t>(graph->num_nodes); ++v)
+            next_partition.membership[static_cast<std::size_t>(refined.membership[v])] = partition->membership[v];
+        collapse(*graph, refined, next_partition, next_graph, ws, cancel.ctx);
+        graph = &next_graph;
+        partition = &next_partition;
         cancel.ctx.checkpoint();
-        return {&next_graph, &next_partition};
-    };
-    auto [graph, partition] = run_level(base, base_partition, 0);
-    for (int level = 1; graph != nullptr; ++level) std::tie(graph, partition) = run_level(*graph, *partition, level);
+    }
     if (base_needs_init) {
         // renumber_communities needs the sizes; the weights are rebuilt lazily.
         std::fill(base_partition.csize.begin(), base_partition.csize.end(), 0);
@@ -1375,7 +1323,7 @@ LeidenalgPartition leidenalg_optimise(const CsrGraph& graph, double resolution, 
 #else
     if (graph.num_cells > static_cast<std::int64_t>(INT32_MAX) - 1)
         throw std::invalid_argument("leiden: more than 2^31 - 2 cells");
-    const BaseGraph base = base_graph(graph, use_weights, renumber_for_locality);
+    const LevelGraph base = base_graph(graph, use_weights, renumber_for_locality);
     Partition partition;
     singletons(base, partition);
     bool needs_init = false;

@@ -42,9 +42,7 @@ struct LeidenalgPartition {
 /// tie-break is taken in leidenalg's numbering). Off by default: on 1.3M nodes (2 cores,
 /// 32 MB L3) it made the refinement 3.5 s faster but summing in leidenalg's edge order
 /// over the scattered rows and the extra copy of the graph cost more (73 s of CPU
-/// without, 78 s with; `bench_leiden --copies 13 --locality both`), and on a real 1.3M-cell
-/// kNN graph (33.3M edges) too: 162.7 s of CPU without, 174.8 s with, same labels (one run
-/// each on a loaded 2-core machine; `bench_leiden --graph big.h5ad --locality both`).
+/// without, 78 s with; `bench_leiden --copies 13 --locality both`).
 /// Needs igraph (its random generator); throws std::runtime_error without it.
 LeidenalgPartition leidenalg_optimise(const CsrGraph& graph, double resolution, int num_iterations, bool use_weights,
                                       std::uint64_t seed, JobContext& ctx, int max_passes = 1000,
