@@ -374,7 +374,9 @@ void add_run_command(CLI::App& app, int& exit_code) {
                 report["leiden"] = {{"flavor", snapshot->leiden->flavor},
                                     {"modularity", snapshot->leiden->modularity},
                                     {"clusters", snapshot->leiden->num_clusters},
-                                    {"passes", snapshot->leiden->passes}};
+                                    {"passes", snapshot->leiden->passes},
+                                    {"seconds", snapshot->leiden->seconds},
+                                    {"beside_umap", snapshot->leiden->beside_umap}};
             if (!args->report.empty())
                 write_file_atomically(args->report, [&](std::ostream& out) { out << report.dump(2) << "\n"; });
             std::cout << "wrote " << args->output << " (" << snapshot->cells.size() << " cells) in " << std::fixed

@@ -163,9 +163,10 @@ PackedRows pack_rows(const CsrShard& all_rows, std::int64_t first_row, std::int6
             put_stream(stream, counts.data(), count, value_width);
         size = at + 2 + gap_bytes + value_bytes;
     }
-    packed.bytes.resize(size + k_padding);
-    std::memcpy(packed.bytes.data(), scratch.data(), size);
-    std::memset(packed.bytes.data() + size, 0, k_padding);
+    // Copied once into an allocation of the exact size (no zero-filling pass before it).
+    packed.bytes.reserve(size + k_padding);
+    packed.bytes.assign(scratch.data(), scratch.data() + size);
+    packed.bytes.insert(packed.bytes.end(), k_padding, std::uint8_t{0});
     return packed;
 }
 
@@ -214,6 +215,66 @@ void unpack_rows(const PackedRows& packed, std::int64_t first_row, std::int64_t 
                 values[entry - begin] = static_cast<float>(counts[entry - first]);
         group += group_size(group, count);
     }
+}
+
+PackedRowReader::PackedRowReader(const PackedRows& packed, std::int64_t first_row, std::int64_t last_row)
+    : m_packed(packed), m_row(first_row), m_last_row(last_row) {
+    if (first_row < 0 || last_row < first_row || last_row > packed.num_rows())
+        throw std::out_of_range("PackedRowReader: rows [" + std::to_string(first_row) + ", " + std::to_string(last_row) +
+                                ") outside the " + std::to_string(packed.num_rows()) + " packed rows");
+    // Walk the groups' headers to the one holding the first row's first entry.
+    const auto begin = static_cast<std::size_t>(packed.row_offsets[static_cast<std::size_t>(first_row)]);
+    m_group = packed.bytes.data();
+    while (m_group_first + k_group <= begin) {
+        m_group += group_size(m_group, k_group);
+        m_group_first += k_group;
+    }
+}
+
+void PackedRowReader::next_group() {
+    if (m_group_count > 0) {
+        m_group += group_size(m_group, m_group_count);
+        m_group_first += m_group_count;
+    }
+    m_group_count = std::min(k_group, static_cast<std::size_t>(m_packed.nnz()) - m_group_first);
+    const unsigned gap_width = m_group[0], value_width = m_group[1];
+    const std::uint8_t* stream = m_group + 2;
+    k_unpackers[gap_width](stream, m_group_count, m_gaps.data());
+    stream += packed_bytes(m_group_count, gap_width);
+    if (value_width == k_raw_floats) {
+        std::memcpy(m_values.data(), stream, 4 * m_group_count);
+    } else {
+        std::array<std::uint32_t, k_group> counts;
+        k_unpackers[value_width](stream, m_group_count, counts.data());
+        for (std::size_t index = 0; index < m_group_count; ++index) m_values[index] = static_cast<float>(counts[index]);
+    }
+}
+
+bool PackedRowReader::next(std::span<const std::int32_t>& genes, std::span<const float>& values) {
+    if (m_row >= m_last_row) return false;
+    const auto begin = static_cast<std::size_t>(m_packed.row_offsets[static_cast<std::size_t>(m_row)]);
+    const auto end = static_cast<std::size_t>(m_packed.row_offsets[static_cast<std::size_t>(m_row) + 1]);
+    ++m_row;
+    const std::size_t length = end - begin;
+    if (m_row_genes.size() < length) {
+        m_row_genes.resize(length);
+        m_row_values.resize(length);
+    }
+    std::int64_t previous = -1;
+    for (std::size_t entry = begin; entry < end;) {
+        if (m_group_count == 0 || entry >= m_group_first + m_group_count) next_group();
+        const std::size_t to = std::min(end, m_group_first + m_group_count);
+        const std::size_t offset = entry - m_group_first;
+        for (std::size_t at = entry; at < to; ++at) {
+            previous += 1 + static_cast<std::int64_t>(m_gaps[at - m_group_first]);
+            m_row_genes[at - begin] = static_cast<std::int32_t>(previous);
+        }
+        std::memcpy(m_row_values.data() + (entry - begin), m_values.data() + offset, 4 * (to - entry));
+        entry = to;
+    }
+    genes = std::span<const std::int32_t>(m_row_genes.data(), length);
+    values = std::span<const float>(m_row_values.data(), length);
+    return true;
 }
 
 CsrShard unpack_rows(const PackedRows& packed) {

@@ -12,7 +12,9 @@
 /// as int64 row offsets. Single-threaded; callers pack and unpack disjoint blocks in
 /// parallel.
 #include <cstddef>
+#include <array>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "core/data/CsrShard.hpp"
@@ -54,5 +56,30 @@ void unpack_rows(const PackedRows& packed, std::int64_t first_row, std::int64_t 
 
 /// The whole of `packed` as a CsrShard (row_begin and num_genes as packed).
 CsrShard unpack_rows(const PackedRows& packed);
+
+/// Rows [first_row, last_row) of a PackedRows decoded one at a time, in order, into
+/// buffers reused from row to row: for a pass that looks at each row once, without
+/// making a CsrShard of the rows (the same bits as unpack_rows). Single-threaded.
+class PackedRowReader {
+public:
+    /// Throws std::out_of_range for rows outside `packed`, which must outlive the reader.
+    PackedRowReader(const PackedRows& packed, std::int64_t first_row, std::int64_t last_row);
+    /// The next row's gene indices and values (valid until the next call), or false
+    /// after the last row.
+    bool next(std::span<const std::int32_t>& genes, std::span<const float>& values);
+
+private:
+    void next_group();
+
+    const PackedRows& m_packed;
+    std::int64_t m_row = 0, m_last_row = 0;
+    const std::uint8_t* m_group = nullptr;  ///< the group decoded (or, while m_group_count = 0, the next)
+    std::size_t m_group_first = 0;           ///< its first entry
+    std::size_t m_group_count = 0;           ///< its entries; 0 = none decoded yet
+    std::array<std::uint32_t, k_packed_group_entries> m_gaps{};
+    std::array<float, k_packed_group_entries> m_values{};
+    std::vector<std::int32_t> m_row_genes;
+    std::vector<float> m_row_values;
+};
 
 }  // namespace fathom

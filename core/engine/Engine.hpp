@@ -152,6 +152,8 @@ struct LeidenSummary {
     double modularity = 0.0;  ///< modularity (with the resolution) of the labels on the kNN graph
     int num_clusters = 0;
     int passes = 0;           ///< optimiser passes run
+    double seconds = 0.0;     ///< Leiden's own wall time
+    bool beside_umap = false; ///< ran on its own thread beside UMAP (Pipeline.cpp)
 };
 
 /// The kNN search behind the neighbours graph: the method that ran and its recall

@@ -50,6 +50,18 @@ std::vector<std::int64_t> PackedMatrix::row_offsets() const {
     return offsets;
 }
 
+std::span<const PackedRows> PackedMatrix::chunks(std::int64_t begin, std::int64_t end) const {
+    if (begin < 0 || end < begin || end > m_shape.num_cells || !holds(begin, end))
+        throw std::out_of_range("PackedMatrix::chunks: rows [" + std::to_string(begin) + ", " + std::to_string(end) +
+                                ") are not held");
+    if (begin == end) return {};
+    const auto first = std::upper_bound(m_chunks.begin(), m_chunks.end(), begin,
+                                        [](std::int64_t row, const PackedRows& packed) { return row < packed.row_begin; }) - 1;
+    const auto last = std::lower_bound(first, m_chunks.end(), end,
+                                       [](const PackedRows& packed, std::int64_t row) { return packed.row_begin < row; });
+    return {&*first, static_cast<std::size_t>(last - first)};
+}
+
 CsrShard PackedMatrix::read_rows(std::int64_t begin, std::int64_t end) const {
     CsrShard out;
     out.row_begin = begin;

@@ -2,9 +2,17 @@
 // its results. Each step is a StepState (detail/StepState.hpp) holding the Options it
 // ran with and the versions of the steps it read, so a run recomputes exactly the steps
 // whose Options changed and everything after them.
+#include <tbb/task_arena.h>
+
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <condition_variable>
+#include <exception>
 #include <limits>
+#include <mutex>
+#include <optional>
+#include <thread>
 
 #include "core/algo/knn.hpp"
 #include "core/algo/leiden.hpp"
@@ -490,6 +498,67 @@ std::vector<MarkerGroup> run_markers(const LoadedData& data, const ScaleStepResu
     return out;
 }
 
+/// A computation on its own thread beside the pipeline's (Leiden beside UMAP), with its
+/// own JobContext: finish() forwards the pipeline's cancellation to it while waiting, and
+/// an unfinished task is cancelled and joined when the pipeline leaves early.
+template <typename Result>
+class BesideTask {
+public:
+    BesideTask() = default;
+    BesideTask(const BesideTask&) = delete;
+    BesideTask& operator=(const BesideTask&) = delete;
+    ~BesideTask() {
+        if (!m_thread.joinable()) return;
+        m_side.cancel();
+        m_thread.join();
+    }
+
+    template <typename Compute>
+    void start(Compute compute) {
+        m_thread = std::thread([this, compute = std::move(compute)] {
+            const auto started = std::chrono::steady_clock::now();
+            try {
+                m_result = compute(m_side);
+            } catch (...) {
+                m_error = std::current_exception();
+            }
+            m_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+            {
+                std::lock_guard lock(m_mutex);
+                m_done = true;
+            }
+            m_finished.notify_all();
+        });
+    }
+    bool started() const { return m_thread.joinable(); }
+
+    /// Waits for the result (cancelling the task when `ctx` is cancelled) and returns it,
+    /// or rethrows what the task threw.
+    Result finish(JobContext& ctx) {
+        {
+            std::unique_lock lock(m_mutex);
+            while (!m_finished.wait_for(lock, std::chrono::milliseconds(20), [this] { return m_done; }))
+                if (ctx.cancelled()) m_side.cancel();
+        }
+        m_thread.join();
+        ctx.checkpoint();
+        if (m_error) std::rethrow_exception(m_error);
+        return std::move(*m_result);
+    }
+    /// The task's own wall time (after finish()).
+    double seconds() const { return m_seconds; }
+
+private:
+    JobContext m_side;
+    std::thread m_thread;
+    std::mutex m_mutex;
+    std::condition_variable m_finished;
+    bool m_done = false;
+    std::optional<Result> m_result;
+    std::exception_ptr m_error;
+    double m_seconds = 0.0;
+};
+
 }  // namespace
 
 MarkerGroup marker_group(const GroupMarkers& group, const std::vector<std::string>& gene_names,
@@ -596,10 +665,27 @@ void run_pipeline(Engine::State& state, const PipelineSettings& settings, JobCon
             return fathom::neighbors(scores, options, ctx, accelerator.get());
         });
     }
+    // UMAP and Leiden both read only the graph (and UMAP the PCA): when both are due on a
+    // single rank, Leiden runs on its own thread beside UMAP. Leiden is sequential for
+    // the most part (leidenalg's visiting order), so it would leave a core idle on its
+    // own; beside UMAP's parallel SGD the two share the cores. Neither result depends on
+    // the other or on the scheduling (the Hogwild SGD is racy either way; the
+    // deterministic one and every Leiden flavor give the same results on any threads).
+    const bool single_rank = !state.config.comm || state.config.comm->size() == 1;
+    const LeidenOptions leiden_settings = leiden_options(settings);
+    const std::vector<std::uint64_t> leiden_inputs{cache.neighbors.version()};
+    BesideTask<LeidenResult> leiden_beside;
     if (settings.run_umap) {
         const std::unique_ptr<Accelerator> accelerator = device_accelerator(provider, scaled.hvg_block);
         const UmapOptions options = umap_options(settings, accelerator != nullptr);
-        cache.umap.update(options, {cache.neighbors.version(), cache.pca.version()}, clock, [&] {
+        const std::vector<std::uint64_t> umap_inputs{cache.neighbors.version(), cache.pca.version()};
+        if (single_rank && settings.run_leiden && !cache.umap.current_for(options, umap_inputs) &&
+            !cache.leiden.current_for(leiden_settings, leiden_inputs) && tbb::this_task_arena::max_concurrency() > 1) {
+            validate(leiden_settings);
+            const CsrGraph* graph = &cache.neighbors.result()->connectivities;
+            leiden_beside.start([graph, leiden_settings](JobContext& side) { return leiden(*graph, leiden_settings, side); });
+        }
+        cache.umap.update(options, umap_inputs, clock, [&] {
             step(PipelineStep::Umap);
             // Over several ranks rank 0 runs it and the others receive the embedding.
             return on_rank_zero<UmapResult>(
@@ -609,13 +695,23 @@ void run_pipeline(Engine::State& state, const PipelineSettings& settings, JobCon
         });
     }
     if (settings.run_leiden) {
-        const LeidenOptions options = leiden_options(settings);
-        const bool ran = cache.leiden.update(options, {cache.neighbors.version()}, clock, [&] {
+        const LeidenOptions& options = leiden_settings;
+        const bool ran = cache.leiden.update(options, leiden_inputs, clock, [&] {
             step(PipelineStep::Leiden);
+            if (leiden_beside.started()) {
+                LeidenResult result = leiden_beside.finish(ctx);
+                cache.leiden_seconds = leiden_beside.seconds();
+                cache.leiden_beside_umap = true;
+                return result;
+            }
             validate(options);
-            return on_rank_zero<LeidenResult>(
+            const auto started = std::chrono::steady_clock::now();
+            LeidenResult result = on_rank_zero<LeidenResult>(
                 state.config.comm, [&] { return leiden(cache.neighbors.result()->connectivities, options, ctx); },
                 put_leiden, get_leiden);
+            cache.leiden_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+            cache.leiden_beside_umap = false;
+            return result;
         });
         if (ran) {
             // A user's edit of the previous clusters (renamed categories) no longer applies.
@@ -807,7 +903,8 @@ std::shared_ptr<AnalysisSnapshot> build_snapshot(const Engine::State& state, con
         PipelineSettings ran;  // the flavor's name as the settings spell it
         ran.leiden = *cache.leiden.options();
         snapshot->leiden = LeidenSummary{std::get<std::string>(find_setting("flavor")->get(ran)), clusters->modularity,
-                                         clusters->num_clusters, clusters->passes};
+                                         clusters->num_clusters, clusters->passes, cache.leiden_seconds,
+                                         cache.leiden_beside_umap};
     }
     for (const auto& column : obs->columns()) {
         const auto* categorical = std::get_if<CategoricalColumn>(&column.data);

@@ -1,6 +1,8 @@
 #include "core/engine/detail/Streaming.hpp"
 
 #include <tbb/blocked_range.h>
+#include <tbb/enumerable_thread_specific.h>
+#include <tbb/parallel_for.h>
 #include <tbb/parallel_reduce.h>
 
 #include <algorithm>
@@ -42,6 +44,7 @@ public:
         last = m_pending_end;
         CsrShard previous = std::move(rows);
         rows = m_pending.get();
+        m_largest = std::max(m_largest, rows.nnz());
         m_spare = std::move(previous);
         launch();
         return true;
@@ -55,12 +58,18 @@ private:
         m_next = m_pending_end;
         CsrShard arrays = std::move(m_spare);
         m_spare = CsrShard{};
-        m_pending = std::async(std::launch::async, [this, begin = m_pending_begin, end = m_pending_end,
+        // Room for a block a little larger than any so far: a block that outgrew the
+        // recycled arrays would get fresh ones (the old freed), and fresh memory is paid
+        // for page by page (the kernel zeroes it), which cost about a fifth of pass 1.
+        const auto room = static_cast<std::size_t>(m_largest + m_largest / 8);
+        m_pending = std::async(std::launch::async, [this, begin = m_pending_begin, end = m_pending_end, room,
                                                     rows = std::move(arrays)]() mutable {
             rows.row_begin = begin;
             rows.row_offsets.assign(1, 0);
             rows.gene_indices.clear();
             rows.values.clear();
+            rows.gene_indices.reserve(room);
+            rows.values.reserve(room);
             m_source.append_rows(begin, end, rows);
             return std::move(rows);
         });
@@ -71,6 +80,7 @@ private:
     io::RowSource& m_source;
     std::int64_t m_next = 0, m_end = 0, m_block_rows = 1;
     std::int64_t m_pending_begin = 0, m_pending_end = 0;
+    std::int64_t m_largest = 0;  ///< entries of the largest block read so far
     std::future<CsrShard> m_pending;
 };
 
@@ -300,6 +310,38 @@ ShardSet stream_gene_block(io::RowSource& source, const NormalizeTotalOptions& n
 
 namespace {
 
+/// A shard's parts (its rows' kept columns, in row order) joined into one CsrShard of
+/// the exact size (each part freed once copied, so the shard and the parts
+/// together stay about the shard's size).
+CsrShard join_parts(std::vector<CsrShard>& parts, std::int64_t row_begin, std::int64_t kept_genes) {
+    CsrShard shard;
+    shard.row_begin = row_begin;
+    shard.num_genes = kept_genes;
+    std::int64_t part_rows = 0, part_entries = 0;
+    for (const CsrShard& part : parts) {
+        part_rows += part.num_rows();
+        part_entries += part.nnz();
+    }
+    if (parts.size() == 1) {  // one part: its arrays become the shard's
+        shard = std::move(parts.front());
+        shard.row_begin = row_begin;
+        shard.num_genes = kept_genes;
+        parts.clear();
+        return shard;
+    }
+    shard.row_offsets.reserve(static_cast<std::size_t>(part_rows) + 1);
+    shard.gene_indices.reserve(static_cast<std::size_t>(part_entries));
+    shard.values.reserve(static_cast<std::size_t>(part_entries));
+    for (CsrShard& part : parts) {
+        const std::int64_t base = shard.row_offsets.back();
+        for (std::size_t row = 1; row < part.row_offsets.size(); ++row) shard.row_offsets.push_back(base + part.row_offsets[row]);
+        shard.gene_indices.insert(shard.gene_indices.end(), part.gene_indices.begin(), part.gene_indices.end());
+        shard.values.insert(shard.values.end(), part.values.begin(), part.values.end());
+        part = CsrShard{};  // freed as soon as it is copied
+    }
+    return shard;
+}
+
 /// Pass 2 over this process's shards of `layout`: each block of rows [begin, end) is
 /// normalised by `normalise(block, begin, end)` (a one-shard set), then cut to `keep`.
 template <typename Normalise>
@@ -311,9 +353,6 @@ ShardSet gene_block(io::RowSource& source, std::span<const std::uint8_t> keep, c
     std::vector<std::unique_ptr<Backend>> backends;
     for (int shard_index = layout.first; shard_index < layout.first + layout.count; ++shard_index) {
         const RowRange& range = layout.layout[static_cast<std::size_t>(shard_index)];
-        CsrShard shard;
-        shard.row_begin = range.begin;
-        shard.num_genes = kept_genes;
         BlockReader reader(source, range.begin, range.end, block_rows);
         CsrShard rows;
         std::int64_t begin = 0, end = 0;
@@ -321,7 +360,6 @@ ShardSet gene_block(io::RowSource& source, std::span<const std::uint8_t> keep, c
         // memory of the exact size (growing the shard block by block and trimming it
         // touched and copied about three times as much).
         std::vector<CsrShard> parts;
-        std::int64_t part_rows = 0, part_entries = 0;
         while (reader.next(rows, begin, end)) {
             ctx.checkpoint();
             rows.row_begin = 0;  // a one-shard set of its own
@@ -331,29 +369,119 @@ ShardSet gene_block(io::RowSource& source, std::span<const std::uint8_t> keep, c
             normalise(block, begin, end);
             block.subset_columns(keep, ctx);
             parts.push_back(static_cast<CpuBackend&>(block.shard(0)).take_shard());
-            part_rows += parts.back().num_rows();
-            part_entries += parts.back().nnz();
             ctx.report(static_cast<double>(end) / static_cast<double>(std::max<std::int64_t>(1, shape.num_cells)));
         }
-        if (parts.size() == 1) {  // one block: its arrays become the shard's
-            const std::int64_t first_row = shard.row_begin;
-            shard = std::move(parts.front());
-            shard.row_begin = first_row;
-            parts.clear();
-        }
-        shard.row_offsets.reserve(static_cast<std::size_t>(part_rows) + 1);
-        shard.gene_indices.reserve(static_cast<std::size_t>(part_entries));
-        shard.values.reserve(static_cast<std::size_t>(part_entries));
-        for (CsrShard& part : parts) {
-            const std::int64_t base = shard.row_offsets.back();
-            for (std::size_t row = 1; row < part.row_offsets.size(); ++row)
-                shard.row_offsets.push_back(base + part.row_offsets[row]);
-            shard.gene_indices.insert(shard.gene_indices.end(), part.gene_indices.begin(), part.gene_indices.end());
-            shard.values.insert(shard.values.end(), part.values.begin(), part.values.end());
-            part = CsrShard{};  // freed as soon as it is copied
-        }
-        backends.push_back(std::make_unique<CpuBackend>(std::move(shard), shard_index));
+        backends.push_back(std::make_unique<CpuBackend>(join_parts(parts, range.begin, kept_genes), shard_index));
     }
+    if (layout.distributed())
+        return ShardSet::distributed(std::move(backends), kept_genes, layout.comm, layout.layout, layout.first);
+    return ShardSet(std::move(backends), kept_genes);
+}
+
+/// How the second pass over packed rows gets each row's factor: given per cell, or
+/// normalize_total's from the row's total with a fixed target (the same factor
+/// normalize_total gives that row in a block of any size).
+struct RowFactorRule {
+    std::span<const double> given;                          ///< one per cell; empty: from the totals
+    const NormalizeTotalOptions* normalization = nullptr;   ///< when `given` is empty (target_sum set)
+};
+
+/// Pass 2 straight from the packed rows of the first pass: each row is decoded once
+/// (PackedRowReader), its factor taken (RowFactorRule), and only its kept columns are
+/// written, scaled as Backend::scale_rows scales them; chunks of packed rows are decoded
+/// in parallel. The same bits as gene_block over a PackedRowSource (normalise the whole
+/// row, then cut it to `keep`) without making the rows' CSR blocks.
+ShardSet packed_gene_block(const PackedMatrix& packed, std::span<const std::uint8_t> keep, const ShardLayout& layout,
+                           JobContext& ctx, const RowFactorRule& rule) {
+    const MatrixShape shape = packed.shape();
+    std::vector<std::int32_t> renumber(keep.size(), -1);
+    std::int32_t kept_genes = 0;
+    for (std::size_t gene = 0; gene < keep.size(); ++gene)
+        if (keep[gene]) renumber[gene] = kept_genes++;
+    struct Scratch {
+        std::vector<std::int32_t> genes;
+        std::vector<float> values;
+        std::vector<double> totals;
+    };
+    tbb::enumerable_thread_specific<Scratch> scratches;
+    // One chunk's rows [first, last) (global) of `chunk`, cut to the kept columns.
+    const auto cut = [&](const PackedRows& chunk, std::int64_t first, std::int64_t last) {
+        ctx.checkpoint();
+        Scratch& scratch = scratches.local();
+        const std::int64_t first_local = first - chunk.row_begin, last_local = last - chunk.row_begin;
+        CsrShard part;
+        part.row_offsets.reserve(static_cast<std::size_t>(last - first) + 1);
+        scratch.totals.clear();
+        PackedRowReader reader(chunk, first_local, last_local);
+        std::span<const std::int32_t> genes;
+        std::span<const float> values;
+        std::size_t cursor = 0;
+        while (reader.next(genes, values)) {
+            if (rule.given.empty()) {
+                // X.sum(1) as normalize_total takes it (Backend::row_stats's total, or
+                // NumPy's float32 sum for a float X).
+                if (rule.normalization->integer_dtype) {
+                    double total = 0.0;
+                    for (const float value : values) total += static_cast<double>(value);
+                    scratch.totals.push_back(total);
+                } else {
+                    scratch.totals.push_back(static_cast<double>(numpy_float32_sum(values)));
+                }
+            }
+            // Entries compacted without a branch: written, then kept by advancing the
+            // cursor (room for the kept entries so far and the whole row).
+            if (scratch.genes.size() < cursor + genes.size()) {
+                const std::size_t room = std::max(2 * scratch.genes.size(), cursor + genes.size());
+                scratch.genes.resize(room);
+                scratch.values.resize(room);
+            }
+            for (std::size_t entry = 0; entry < genes.size(); ++entry) {
+                const std::int32_t gene = renumber[static_cast<std::size_t>(genes[entry])];
+                scratch.genes[cursor] = gene;
+                scratch.values[cursor] = values[entry];
+                cursor += gene >= 0 ? 1 : 0;
+            }
+            part.row_offsets.push_back(static_cast<std::int64_t>(cursor));
+        }
+        const std::vector<double> computed =
+            rule.given.empty() ? normalize_total_factors(std::move(scratch.totals), *rule.normalization).factors
+                               : std::vector<double>{};
+        const std::span<const double> factors =
+            rule.given.empty() ? std::span<const double>(computed)
+                               : rule.given.subspan(static_cast<std::size_t>(first), static_cast<std::size_t>(last - first));
+        for (std::size_t row = 0; row + 1 < part.row_offsets.size(); ++row) {
+            const double factor = factors[row];
+            for (auto entry = static_cast<std::size_t>(part.row_offsets[row]);
+                 entry < static_cast<std::size_t>(part.row_offsets[row + 1]); ++entry)
+                scratch.values[entry] = static_cast<float>(static_cast<double>(scratch.values[entry]) * factor);
+        }
+        part.gene_indices.assign(scratch.genes.begin(), scratch.genes.begin() + static_cast<std::ptrdiff_t>(cursor));
+        part.values.assign(scratch.values.begin(), scratch.values.begin() + static_cast<std::ptrdiff_t>(cursor));
+        part.num_genes = kept_genes;
+        return part;
+    };
+    // Chunks decoded in parallel, a block's worth at a time between progress reports.
+    constexpr std::size_t k_batch_chunks =
+        static_cast<std::size_t>((k_stream_block_rows + k_packed_chunk_rows - 1) / k_packed_chunk_rows);
+    std::vector<std::unique_ptr<Backend>> backends;
+    for (int shard_index = layout.first; shard_index < layout.first + layout.count; ++shard_index) {
+        const RowRange& range = layout.layout[static_cast<std::size_t>(shard_index)];
+        const std::span<const PackedRows> chunks = packed.chunks(range.begin, range.end);
+        std::vector<CsrShard> parts(chunks.size());
+        for (std::size_t batch = 0; batch < chunks.size(); batch += k_batch_chunks) {
+            const std::size_t batch_end = std::min(chunks.size(), batch + k_batch_chunks);
+            tbb::parallel_for(batch, batch_end, [&](std::size_t index) {
+                const PackedRows& chunk = chunks[index];
+                parts[index] = cut(chunk, std::max(range.begin, chunk.row_begin),
+                                   std::min(range.end, chunk.row_begin + chunk.num_rows()));
+            });
+            const PackedRows& last = chunks[batch_end - 1];
+            ctx.report(static_cast<double>(std::min(range.end, last.row_begin + last.num_rows())) /
+                       static_cast<double>(std::max<std::int64_t>(1, shape.num_cells)));
+        }
+        backends.push_back(std::make_unique<CpuBackend>(join_parts(parts, range.begin, kept_genes), shard_index));
+    }
+    scratches.clear();
     if (layout.distributed())
         return ShardSet::distributed(std::move(backends), kept_genes, layout.comm, layout.layout, layout.first);
     return ShardSet(std::move(backends), kept_genes);
@@ -391,6 +519,11 @@ std::vector<Part> gather_in_rank_order(std::vector<Part> parts, const ShardLayou
 ShardSet stream_gene_block(io::RowSource& source, const NormalizeTotalOptions& normalization,
                            std::span<const std::uint8_t> keep, const ShardLayout& layout, JobContext& ctx,
                            std::int64_t block_rows) {
+    // From the packed rows of the first pass: each row's factor is its own when the
+    // target is fixed (the median over a block's rows would depend on the block).
+    if (const auto* packed = dynamic_cast<const PackedRowSource*>(&source);
+        packed && normalization.target_sum && static_cast<std::int64_t>(keep.size()) == source.shape().num_genes)
+        return packed_gene_block(packed->matrix(), keep, layout, ctx, RowFactorRule{{}, &normalization});
     return gene_block(source, keep, layout, ctx, block_rows,
                       [&](ShardSet& block, std::int64_t, std::int64_t) { normalize_total(block, normalization, ctx); });
 }
@@ -399,6 +532,9 @@ ShardSet stream_gene_block(io::RowSource& source, std::span<const double> row_fa
                            std::span<const std::uint8_t> keep, const ShardLayout& layout, JobContext& ctx,
                            std::int64_t block_rows) {
     check_per_cell("stream_gene_block", "row_factors", row_factors.size(), source.shape());
+    if (const auto* packed = dynamic_cast<const PackedRowSource*>(&source);
+        packed && static_cast<std::int64_t>(keep.size()) == source.shape().num_genes)
+        return packed_gene_block(packed->matrix(), keep, layout, ctx, RowFactorRule{row_factors, nullptr});
     return gene_block(source, keep, layout, ctx, block_rows, [&](ShardSet& block, std::int64_t begin, std::int64_t end) {
         block.scale_rows(row_factors.subspan(static_cast<std::size_t>(begin), static_cast<std::size_t>(end - begin)), ctx);
     });

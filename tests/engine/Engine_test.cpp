@@ -186,6 +186,11 @@ TEST_P(EngineCancel, CancelAtAStepEndsCancelledAndKeepsEarlierResults) {
         return;
     }
     PipelineSettings settings = small_settings();
+    if (target == "umap") {
+        // Leiden runs beside UMAP: cancelling UMAP cancels and joins it too.
+        settings.run_umap = true;
+        settings.run_leiden = true;
+    }
     if (target == "leiden" || target == "markers") {
         settings.run_leiden = true;
         settings.run_markers = true;
@@ -197,8 +202,45 @@ TEST_P(EngineCancel, CancelAtAStepEndsCancelledAndKeepsEarlierResults) {
 }
 
 INSTANTIATE_TEST_SUITE_P(EverySteps, EngineCancel,
-                         ::testing::Values("read", "qc", "preprocess", "hvg", "scale", "pca", "neighbors", "leiden",
-                                           "markers", "gene", "export"));
+                         ::testing::Values("read", "qc", "preprocess", "hvg", "scale", "pca", "neighbors", "umap",
+                                           "leiden", "markers", "gene", "export"));
+
+TEST(Engine, LeidenBesideUmapGivesTheLabelsOfLeidenAlone) {
+    // Both due on one rank: Leiden runs on its own thread beside UMAP, and its labels,
+    // modularity and passes are those of Leiden run on its own (every flavor).
+    for (const auto flavor : {LeidenImplementation::Leidenalg, LeidenImplementation::Parallel}) {
+        PipelineSettings settings = small_settings();
+        settings.run_leiden = true;
+        settings.leiden.implementation = flavor;
+        settings.umap.num_epochs = 50;
+        Engine alone;
+        ASSERT_EQ(finish(alone.open(dataset_path())).state, JobState::Succeeded);
+        ASSERT_EQ(finish(alone.run(settings)).state, JobState::Succeeded);
+        Engine beside;
+        ASSERT_EQ(finish(beside.open(dataset_path())).state, JobState::Succeeded);
+        settings.run_umap = true;
+        const auto status = finish(beside.run(settings));
+        ASSERT_EQ(status.state, JobState::Succeeded) << status.message;
+        EXPECT_EQ(steps_of(status), (std::vector<std::string>{"preprocess", "hvg", "scale", "pca", "neighbors", "umap", "leiden"}));
+        const auto first = alone.snapshot();
+        const auto second = beside.snapshot();
+        ASSERT_TRUE(first->leiden && second->leiden);
+        EXPECT_FALSE(first->leiden->beside_umap);
+        EXPECT_TRUE(second->leiden->beside_umap);
+        EXPECT_GT(second->leiden->seconds, 0.0);
+        EXPECT_EQ(std::get<CategoricalColumn>(first->obs->find("leiden")->data).codes,
+                  std::get<CategoricalColumn>(second->obs->find("leiden")->data).codes);
+        EXPECT_EQ(first->leiden->modularity, second->leiden->modularity);
+        EXPECT_EQ(first->leiden->passes, second->leiden->passes);
+        EXPECT_GT(first->leiden->num_clusters, 1);
+        // A new resolution re-runs Leiden alone (UMAP is current).
+        settings.leiden.resolution = 0.5;
+        const auto again = finish(beside.run(settings));
+        ASSERT_EQ(again.state, JobState::Succeeded) << again.message;
+        EXPECT_EQ(steps_of(again), (std::vector<std::string>{"leiden"}));
+        EXPECT_FALSE(beside.snapshot()->leiden->beside_umap);
+    }
+}
 
 TEST(Engine, LeidenClustersAndTheirMarkersFollowTheSyntheticCellTypes) {
     Engine engine(EngineConfig{"cpu:3"});

@@ -4,6 +4,7 @@
 #include "core/engine/detail/Streaming.hpp"
 
 #include <gtest/gtest.h>
+#include <tbb/global_control.h>
 
 #include "core/backend/CpuBackend.hpp"
 #include "core/io/RowSource.hpp"
@@ -188,6 +189,103 @@ TEST(Streaming, RanksStreamingTheirShardsGetTheOneProcessResultsBitForBit) {
             EXPECT_EQ(columns, expected);
         });
     }
+}
+
+/// Every shard `got` holds has the bits of the same shard of `want` (one process holding
+/// every shard, or the same ranks).
+void expect_same_blocks(const ShardSet& got, const ShardSet& want, const std::string& what) {
+    ASSERT_EQ(got.num_shards(), want.num_shards()) << what;
+    EXPECT_EQ(got.num_genes(), want.num_genes()) << what;
+    for (int shard = got.first_local_shard(); shard < got.first_local_shard() + got.num_local_shards(); ++shard) {
+        const CsrShard a = got.shard(shard).to_host(), b = want.shard(shard).to_host();
+        EXPECT_EQ(a.row_begin, b.row_begin) << what << " shard " << shard;
+        EXPECT_EQ(a.row_offsets, b.row_offsets) << what << " shard " << shard;
+        EXPECT_EQ(a.gene_indices, b.gene_indices) << what << " shard " << shard;
+        EXPECT_EQ(a.values, b.values) << what << " shard " << shard;
+    }
+}
+
+// The one-read path: the second pass decodes the packed rows of the first (each row once,
+// only its kept columns written) and gives the file-streamed pass's bits, whatever the
+// threads, the shards (aligned with the packed chunks or not), the ranks, the values
+// (counts, and fractions stored as float bits) and the normalisation; over its budget
+// the first pass keeps nothing and the second reads the file.
+TEST(Streaming, SecondPassFromThePackedRowsIsTheFilePassOnAnyThreadsAndRanks) {
+    test::SimulationOptions simulation;
+    simulation.num_cells = 1500;
+    simulation.num_genes = 300;
+    simulation.max_count = 300;  // up to 9-bit counts
+    simulation.seed = 8;
+    CsrShard whole = test::simulate_counts(simulation);
+    for (std::int64_t row = 0; row < whole.num_rows(); row += 7)  // some rows with fractions
+        for (auto entry = whole.row_offsets[row]; entry < whole.row_offsets[row + 1]; entry += 2)
+            whole.values[static_cast<std::size_t>(entry)] *= 0.37f;
+    std::vector<CsrShard> one;
+    one.push_back(whole);
+    const ShardedCsr matrix(MatrixShape{whole.num_rows(), whole.num_genes}, std::move(one));
+    io::ShardedCsrSource file(matrix);
+    const std::vector<std::int64_t> offsets = file.row_offsets();
+    const std::vector<std::string> names;
+    std::vector<std::uint8_t> keep(300, 0);
+    for (std::size_t gene = 1; gene < keep.size(); gene += 3) keep[gene] = 1;
+    keep[299] = 1;
+    std::vector<double> factors(static_cast<std::size_t>(whole.num_rows()));
+    for (std::size_t row = 0; row < factors.size(); ++row) factors[row] = 1.0 / (1.0 + static_cast<double>(row % 13));
+    std::vector<NormalizeTotalOptions> normalizations(3);
+    normalizations[0].target_sum = 1e4;
+    normalizations[1].target_sum = 2500.0;
+    normalizations[1].integer_dtype = false;  // float X: NumPy's float32 row sums
+    // normalizations[2]: no target (the median of each block's totals): the blocks' pass.
+    JobContext ctx;
+    // Packed by a first pass over 5 shards in blocks of 77 rows.
+    const ShardLayout packing = ShardLayout::single(plan_row_ranges(offsets, 5));
+    const StreamedStats stats = stream_statistics(file, names, packing, ctx, 77, std::int64_t{1} << 30);
+    ASSERT_TRUE(stats.packed);
+    PackedRowSource packed(stats.packed);
+    for (const int threads : {1, 2, 3}) {
+        const tbb::global_control limit(tbb::global_control::max_allowed_parallelism, static_cast<std::size_t>(threads));
+        for (const ShardLayout& layout : {packing, ShardLayout::single(plan_row_ranges(offsets, 7))}) {
+            const std::string what = std::to_string(threads) + " threads, " + std::to_string(layout.count) + " shards";
+            for (std::size_t option = 0; option < normalizations.size(); ++option)
+                expect_same_blocks(stream_gene_block(packed, normalizations[option], keep, layout, ctx, 77),
+                                   stream_gene_block(file, normalizations[option], keep, layout, ctx, 77),
+                                   what + ", normalisation " + std::to_string(option));
+            expect_same_blocks(stream_gene_block(packed, factors, keep, layout, ctx, 77),
+                               stream_gene_block(file, factors, keep, layout, ctx, 77), what + ", given factors");
+        }
+    }
+    // Ranks: each packs only its own rows in its first pass and cuts them in its second.
+    const ShardSet want = stream_gene_block(file, normalizations[0], keep, packing, ctx, 77);
+    const ShardSet want_factors = stream_gene_block(file, factors, keep, packing, ctx, 77);
+    for (const int ranks : {2, 3}) {
+        test::run_ranks(ranks, [&](Comm& comm) {
+            JobContext rank_ctx;
+            io::ShardedCsrSource mine(matrix);
+            const ShardLayout layout = ShardLayout::over_ranks(offsets, comm.rank() == 0 ? 1 : 2, ShardBalance::ByNnz, borrowed(comm));
+            const StreamedStats own = stream_statistics(mine, names, layout, rank_ctx, 50, std::int64_t{1} << 30);
+            ASSERT_TRUE(own.packed);
+            EXPECT_FALSE(own.packed->holds(0, whole.num_rows())) << "a rank packs its own rows only";
+            PackedRowSource rows(own.packed);
+            const ShardSet block = stream_gene_block(rows, normalizations[0], keep, layout, rank_ctx, 50);
+            const ShardSet given = stream_gene_block(rows, factors, keep, layout, rank_ctx, 50);
+            ASSERT_EQ(block.num_local_shards(), layout.count);
+            // One process streaming the same shards from the file.
+            const std::string what = std::to_string(ranks) + " ranks, rank " + std::to_string(comm.rank());
+            io::ShardedCsrSource all(matrix);
+            const ShardLayout one_process = ShardLayout::single(layout.layout);
+            expect_same_blocks(block, stream_gene_block(all, normalizations[0], keep, one_process, rank_ctx, 77), what);
+            expect_same_blocks(given, stream_gene_block(all, factors, keep, one_process, rank_ctx, 77),
+                               what + ", given factors");
+        });
+    }
+    // Over its budget the first pass keeps nothing: the second reads the file.
+    const StreamedStats over = stream_statistics(file, names, packing, ctx, 77, 4096);
+    EXPECT_FALSE(over.packed);
+    EXPECT_GT(over.packed_bytes, 4096);
+    EXPECT_EQ(over.qc.total_counts, stats.qc.total_counts);
+    EXPECT_EQ(over.sum_inverse_total, stats.sum_inverse_total);
+    expect_same_blocks(stream_gene_block(file, normalizations[0], keep, packing, ctx, 77), want, "over budget");
+    expect_same_blocks(stream_gene_block(file, factors, keep, packing, ctx, 77), want_factors, "over budget, given factors");
 }
 
 // Zheng17 on a non-integer X (streamed): the totals over the kept genes, the scaled

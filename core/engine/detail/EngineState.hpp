@@ -169,6 +169,10 @@ struct StageCache {
     StepState<UmapOptions, UmapResult> umap;
     StepState<LeidenOptions, LeidenResult> leiden;
     StepState<RankGenesGroupsOptions, std::vector<MarkerGroup>> markers;
+    /// Leiden's own wall seconds when it last ran, and whether it ran beside UMAP (then
+    /// the pipeline's "leiden" step times only what it still needed after UMAP).
+    double leiden_seconds = 0.0;
+    bool leiden_beside_umap = false;
 
     /// Marks every step inactive (before a run, which re-activates those it reaches).
     void deactivate() {

@@ -5,6 +5,7 @@
 /// it fits the memory budget.
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "core/data/PackedRows.hpp"
@@ -13,7 +14,10 @@
 namespace fathom::detail {
 
 /// Rows packed in chunks of this many (the unit of parallel packing and unpacking).
-inline constexpr std::int64_t k_packed_chunk_rows = 1024;
+/// A chunk's bytes (about 3 MB per 1,000 rows of 2,000 entries) are one allocation,
+/// which the allocator rounds up to whole 2 MiB huge pages: chunks of a few thousand
+/// rows keep that rounding to a few percent of the packed bytes.
+inline constexpr std::int64_t k_packed_chunk_rows = 4096;
 
 /// Contiguous runs of packed rows (one run per shard of this process), in row order.
 class PackedMatrix {
@@ -37,6 +41,10 @@ public:
     CsrShard read_rows(std::int64_t begin, std::int64_t end) const;
     /// The same rows appended to `rows` (its rows must end at `begin`), unpacked in place.
     void append_rows(std::int64_t begin, std::int64_t end, CsrShard& rows) const;
+    /// The packed runs holding rows [begin, end) (all held), in row order: the first may
+    /// start before `begin`, the last end after `end`. Throws std::out_of_range unless
+    /// every row is held.
+    std::span<const PackedRows> chunks(std::int64_t begin, std::int64_t end) const;
     const MatrixShape& shape() const noexcept { return m_shape; }
 
 private:
@@ -59,6 +67,8 @@ public:
     /// From the packed rows; throws std::logic_error unless every row is held.
     std::vector<std::int64_t> row_offsets() override;
     std::unique_ptr<io::RowSource> clone() const override { return std::make_unique<PackedRowSource>(m_matrix); }
+    /// The packed rows read.
+    const PackedMatrix& matrix() const noexcept { return *m_matrix; }
 
 private:
     std::shared_ptr<const PackedMatrix> m_matrix;

@@ -20,7 +20,7 @@ public:
     /// (part of the latest run). Returns true when it ran.
     template <typename Compute>
     bool update(const Options& options, std::vector<std::uint64_t> inputs, std::uint64_t& clock, Compute&& compute) {
-        if (m_result && m_options && *m_options == options && m_inputs == inputs) {
+        if (current_for(options, inputs)) {
             m_active = true;
             return false;
         }
@@ -32,6 +32,10 @@ public:
         m_version = ++clock;
         m_active = true;
         return true;
+    }
+    /// True when update() with these arguments would keep the result (not run).
+    bool current_for(const Options& options, const std::vector<std::uint64_t>& inputs) const {
+        return m_result && m_options && *m_options == options && m_inputs == inputs;
     }
     /// Not part of the latest run (switched off, or a run stopped before it): the
     /// result is kept for a later run but not shown.
