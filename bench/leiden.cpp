@@ -16,6 +16,7 @@
 // numbering, as in a large dataset. --locality off|on|both times leidenalg's optimiser
 // alone (detail::leidenalg_optimise, no modularity) without / with its renumbering of
 // the nodes for memory locality, in turns, and checks that the labels are the same.
+// --labels-out FILE writes the last run's labels (raw int32) for comparing two builds.
 #include <algorithm>
 #include <chrono>
 #include <ctime>
@@ -51,6 +52,7 @@ struct Args {
     double cancel_after_ms = 0.0;  ///< > 0: cancel each run this long after it starts
     int copies = 1;
     std::string locality;  ///< empty: leiden(); else off, on or both
+    std::string labels_out;  ///< non-empty: the last run's labels written here
 };
 
 /// The command line, or std::nullopt after CLI11 has printed help or an error (`exit_code`).
@@ -73,6 +75,7 @@ std::optional<Args> parse_args(int argc, char** argv, int& exit_code) {
         ->check(CLI::PositiveNumber);
     app.add_option("--locality", args.locality, "leidenalg's optimiser alone, without / with renumbering for locality")
         ->check(CLI::IsMember({"off", "on", "both"}));
+    app.add_option("--labels-out", args.labels_out, "write the last run's labels here (int32, native byte order; one implementation)");
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& error) {
@@ -113,6 +116,14 @@ fathom::CsrGraph read_graph(const Args& args) {
     return many;
 }
 
+/// Writes labels as raw int32 (compare two runs' files with cmp).
+void write_labels(const std::string& path, const std::vector<std::int32_t>& labels) {
+    std::FILE* file = std::fopen(path.c_str(), "wb");
+    if (file == nullptr) throw std::runtime_error("--labels-out: cannot open " + path);
+    const std::size_t written = std::fwrite(labels.data(), sizeof(std::int32_t), labels.size(), file);
+    if (std::fclose(file) != 0 || written != labels.size()) throw std::runtime_error("--labels-out: cannot write " + path);
+}
+
 /// FNV-1a of labels: equal digests mean identical labellings.
 std::uint64_t digest_of(const std::vector<std::int32_t>& labels) {
     std::uint64_t digest = 14695981039346656037ull;
@@ -139,6 +150,7 @@ int run_locality(const fathom::CsrGraph& graph, const Args& args) {
             seconds[renumber].push_back(wall);
             cpu_seconds[renumber].push_back(cpu);
             digests[renumber] = digest_of(partition.membership);
+            if (!args.labels_out.empty()) write_labels(args.labels_out, partition.membership);
             communities = partition.num_communities;
             passes = partition.passes;
             std::printf("locality %s run %d: %.3f s wall, %.3f s cpu\n", renumber ? "on" : "off", repeat + 1, wall, cpu);
@@ -211,6 +223,7 @@ void run(const fathom::CsrGraph& graph, const Args& args, fathom::LeidenImplemen
     std::sort(seconds.begin(), seconds.end());
     std::sort(cpu_seconds.begin(), cpu_seconds.end());
     const std::uint64_t digest = digest_of(result.labels);
+    if (!args.labels_out.empty()) write_labels(args.labels_out, result.labels);
     std::printf("%s: median %.3f s wall, %.3f s cpu over %d runs; %d clusters, %d passes, modularity %.9f, labels %016llx\n",
                 name, seconds[seconds.size() / 2], cpu_seconds[cpu_seconds.size() / 2], args.repeats, result.num_clusters,
                 result.passes, result.modularity, static_cast<unsigned long long>(digest));
