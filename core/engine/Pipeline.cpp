@@ -3,11 +3,12 @@
 // ran with and the versions of the steps it read, so a run recomputes exactly the steps
 // whose Options changed and everything after them.
 #include <tbb/task_arena.h>
+#include <tbb/task_group.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <condition_variable>
+#include <atomic>
 #include <exception>
 #include <limits>
 #include <mutex>
@@ -498,9 +499,11 @@ std::vector<MarkerGroup> run_markers(const LoadedData& data, const ScaleStepResu
     return out;
 }
 
-/// A computation on its own thread beside the pipeline's (Leiden beside UMAP), with its
-/// own JobContext: finish() forwards the pipeline's cancellation to it while waiting, and
-/// an unfinished task is cancelled and joined when the pipeline leaves early.
+/// A computation beside the pipeline's (Leiden beside UMAP): a task in the pipeline's own
+/// TBB arena, so the two share its threads rather than oversubscribing the cores (the
+/// SGD's epochs end in a barrier that a descheduled thread would hold up). It has its own
+/// JobContext: finish() forwards the pipeline's cancellation to it while waiting, and an
+/// unfinished task is cancelled and waited for when the pipeline leaves early.
 template <typename Result>
 class BesideTask {
 public:
@@ -508,14 +511,15 @@ public:
     BesideTask(const BesideTask&) = delete;
     BesideTask& operator=(const BesideTask&) = delete;
     ~BesideTask() {
-        if (!m_thread.joinable()) return;
+        if (!m_started) return;
         m_side.cancel();
-        m_thread.join();
+        m_group.wait();
     }
 
     template <typename Compute>
     void start(Compute compute) {
-        m_thread = std::thread([this, compute = std::move(compute)] {
+        m_started = true;
+        m_group.run([this, compute = std::move(compute)] {
             const auto started = std::chrono::steady_clock::now();
             try {
                 m_result = compute(m_side);
@@ -523,24 +527,27 @@ public:
                 m_error = std::current_exception();
             }
             m_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-            {
-                std::lock_guard lock(m_mutex);
-                m_done = true;
-            }
-            m_finished.notify_all();
         });
     }
-    bool started() const { return m_thread.joinable(); }
+    bool started() const { return m_started; }
 
-    /// Waits for the result (cancelling the task when `ctx` is cancelled) and returns it,
-    /// or rethrows what the task threw.
+    /// Waits for the result, helping with the task's own parallel work (cancelling the
+    /// task when `ctx` is cancelled), and returns it, or rethrows what the task threw.
     Result finish(JobContext& ctx) {
-        {
-            std::unique_lock lock(m_mutex);
-            while (!m_finished.wait_for(lock, std::chrono::milliseconds(20), [this] { return m_done; }))
-                if (ctx.cancelled()) m_side.cancel();
-        }
-        m_thread.join();
+        std::atomic<bool> waiting{true};
+        std::thread watcher([&] {
+            while (waiting.load(std::memory_order_relaxed)) {
+                if (ctx.cancelled()) {
+                    m_side.cancel();
+                    return;
+                }
+                std::this_thread::sleep_for(std::chrono::milliseconds(10));
+            }
+        });
+        m_group.wait();
+        waiting.store(false, std::memory_order_relaxed);
+        watcher.join();
+        m_started = false;
         ctx.checkpoint();
         if (m_error) std::rethrow_exception(m_error);
         return std::move(*m_result);
@@ -550,10 +557,8 @@ public:
 
 private:
     JobContext m_side;
-    std::thread m_thread;
-    std::mutex m_mutex;
-    std::condition_variable m_finished;
-    bool m_done = false;
+    tbb::task_group m_group;
+    bool m_started = false;
     std::optional<Result> m_result;
     std::exception_ptr m_error;
     double m_seconds = 0.0;
@@ -688,10 +693,15 @@ void run_pipeline(Engine::State& state, const PipelineSettings& settings, JobCon
         cache.umap.update(options, umap_inputs, clock, [&] {
             step(PipelineStep::Umap);
             // Over several ranks rank 0 runs it and the others receive the embedding.
-            return on_rank_zero<UmapResult>(
-                state.config.comm,
-                [&] { return run_umap(state, *cache.neighbors.result(), *cache.pca.result(), options, accelerator.get(), ctx); },
-                put_umap, get_umap);
+            const auto compute = [&] {
+                return on_rank_zero<UmapResult>(
+                    state.config.comm,
+                    [&] { return run_umap(state, *cache.neighbors.result(), *cache.pca.result(), options, accelerator.get(), ctx); },
+                    put_umap, get_umap);
+            };
+            // Isolated beside Leiden: this thread never picks up the Leiden task in the
+            // middle of an epoch (a free thread takes it; UMAP's threads join it when free).
+            return leiden_beside.started() ? tbb::this_task_arena::isolate(compute) : compute();
         });
     }
     if (settings.run_leiden) {
