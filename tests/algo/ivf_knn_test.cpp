@@ -132,6 +132,21 @@ TEST(IvfKnn, RecallOnRealDataAboveTheExactThreshold) {
     expect_knn_contract(points, result.graph, static_cast<int>(points.cols()));
 }
 
+
+/// The IVF candidate lists on one thread and on all: the same bits (returned).
+detail::KnnCandidates candidates_on_one_and_all_threads(const DenseMatrix<float>& points, int num_dims,
+                                                        const detail::IvfParams& params, JobContext& ctx) {
+    detail::KnnCandidates single;
+    {
+        const tbb::global_control one(tbb::global_control::max_allowed_parallelism, 1);
+        single = detail::ivf_knn(points, num_dims, params, ctx);
+    }
+    auto parallel = detail::ivf_knn(points, num_dims, params, ctx);
+    EXPECT_EQ(parallel.indices, single.indices);
+    EXPECT_EQ(parallel.sq_distances, single.sq_distances);
+    return parallel;
+}
+
 TEST(IvfKnn, BitIdenticalAcrossThreadsAndPartitions) {
     const auto points = gaussian_mixture(12000, 20, 8, 33);
     KnnOptions options;
@@ -146,14 +161,7 @@ TEST(IvfKnn, BitIdenticalAcrossThreadsAndPartitions) {
     params.pool = 16;
     params.cluster_size = 100;
     params.seed = 5;
-    detail::KnnCandidates single;
-    {
-        const tbb::global_control one(tbb::global_control::max_allowed_parallelism, 1);
-        single = detail::ivf_knn(points, 20, params, ctx);
-    }
-    const auto parallel = detail::ivf_knn(points, 20, params, ctx);
-    EXPECT_EQ(parallel.indices, single.indices);
-    EXPECT_EQ(parallel.sq_distances, single.sq_distances);
+    const detail::KnnCandidates single = candidates_on_one_and_all_threads(points, 20, params, ctx);
     // Another seed gives another k-means, hence other candidates for a few cells.
     params.seed = 6;
     EXPECT_NE(detail::ivf_knn(points, 20, params, ctx).indices, single.indices);
@@ -184,14 +192,7 @@ TEST(IvfKnn, TwoLevelKmeansKeepsTheRecallAndIsThreadIndependent) {
     params.two_level_from = 0;
     const double flat = recall(detail::ivf_knn(points, 20, params, ctx));
     params.two_level_from = 64;
-    detail::KnnCandidates single;
-    {
-        const tbb::global_control one(tbb::global_control::max_allowed_parallelism, 1);
-        single = detail::ivf_knn(points, 20, params, ctx);
-    }
-    const auto parallel = detail::ivf_knn(points, 20, params, ctx);
-    EXPECT_EQ(parallel.indices, single.indices);
-    EXPECT_EQ(parallel.sq_distances, single.sq_distances);
+    const detail::KnnCandidates parallel = candidates_on_one_and_all_threads(points, 20, params, ctx);
     const double two_level = recall(parallel);
     std::printf("[ivf] mixture 12000 x 20, 240 clusters, 12 probes, one refinement: flat k-means %.5f, two levels %.5f\n",
                 flat, two_level);
