@@ -86,6 +86,7 @@ std::optional<ScriptOptions> parse_script_options(const QStringList& arguments, 
                 const SettingValue setting = parse_setting_value(*spec, text->mid(equals + 1).toStdString());
                 check_setting_value(*spec, setting);
                 set_setting(options.settings, *spec, setting);
+                options.given.emplace_back(name, setting);
             } catch (const std::exception& problem) {
                 return fail(QStringLiteral("--set %1: %2").arg(*text, QString::fromUtf8(problem.what())));
             }
@@ -193,7 +194,11 @@ void ScriptRunner::start() {
 }
 
 void ScriptRunner::afterOpen() {
-    if (m_options.settings_given) m_window.pipelinePanel()->setSettings(m_options.settings);
+    if (m_options.settings_given) {
+        PipelineSettings settings = m_window.pipelinePanel()->settings();
+        for (const auto& [name, value] : m_options.given) set_setting(settings, *find_setting(name), value);
+        m_window.pipelinePanel()->setSettings(settings);
+    }
     if (!m_options.run) return afterPipeline();
     connect(&m_window, &MainWindow::pipelineFinished, this, [this](bool ok, const QString& message, int failure) {
         if (m_done) return;

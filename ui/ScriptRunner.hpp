@@ -12,8 +12,12 @@
 #include <QSize>
 #include <QString>
 #include <optional>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "core/engine/PipelineSettings.hpp"
+#include "core/engine/settings_schema.hpp"
 #include "ui/FigureExport.hpp"
 
 class QTimer;
@@ -34,10 +38,13 @@ struct ScriptOptions {
     QString devices;           ///< EngineConfig::devices; empty = default
     QString markers;           ///< categorical obs column whose markers (table, marker plots) are computed; empty = none
     QString tab;               ///< the analysis dock's tab to show ("Pipeline", "Dataset", "QC"); empty = as is
-    /// Pipeline settings by schema name (--set min_genes=200), applied to the form after
-    /// opening (checked by the schema when parsed).
+    /// Pipeline settings by schema name (--set min_genes=200), checked by the schema when
+    /// parsed: `settings` holds them on top of the defaults, `given` each in order. After
+    /// opening, only the given ones are set in the form, on top of what it chose for the
+    /// file (the recipe that fits its X, for one).
     PipelineSettings settings;
     bool settings_given = false;
+    std::vector<std::pair<std::string, SettingValue>> given;
     bool show_help = false;
 };
 

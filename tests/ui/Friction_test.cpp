@@ -399,6 +399,10 @@ TEST(Friction, ScriptOptionsSetPipelineSettingsByTheirSchemaNames) {
     EXPECT_TRUE(options->settings_given);
     EXPECT_EQ(options->settings.min_genes_per_cell, 200);
     EXPECT_DOUBLE_EQ(options->settings.max_pct_counts_mt, 12.5);
+    // Only these two are set over what the form chooses for the file (e.g. its recipe).
+    ASSERT_EQ(options->given.size(), 2u);
+    EXPECT_EQ(options->given[0].first, "min_genes");
+    EXPECT_EQ(options->given[1].first, "max_pct_counts_mt");
     EXPECT_EQ(options->markers, QStringLiteral("louvain"));
     EXPECT_EQ(options->tab, QStringLiteral("QC"));
     EXPECT_FALSE(parse_script_options({QStringLiteral("d.h5ad"), QStringLiteral("--set"), QStringLiteral("bogus=1")}, &error));
