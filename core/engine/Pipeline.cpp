@@ -6,9 +6,9 @@
 #include <tbb/task_group.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
-#include <atomic>
 #include <exception>
 #include <limits>
 #include <mutex>
@@ -671,9 +671,9 @@ void run_pipeline(Engine::State& state, const PipelineSettings& settings, JobCon
         });
     }
     // UMAP and Leiden both read only the graph (and UMAP the PCA): when both are due on a
-    // single rank, Leiden runs on its own thread beside UMAP. Leiden is sequential for
-    // the most part (leidenalg's visiting order), so it would leave a core idle on its
-    // own; beside UMAP's parallel SGD the two share the cores. Neither result depends on
+    // single rank, Leiden runs as a task beside UMAP in the same arena (BesideTask).
+    // Leiden is sequential for the most part (leidenalg's visiting order), so it would
+    // leave a core idle on its own; beside UMAP's parallel SGD the two share the cores. Neither result depends on
     // the other or on the scheduling (the Hogwild SGD is racy either way; the
     // deterministic one and every Leiden flavor give the same results on any threads).
     const bool single_rank = !state.config.comm || state.config.comm->size() == 1;
