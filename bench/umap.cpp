@@ -7,7 +7,7 @@
 //       [--ef E] [--trustworthiness SAMPLE]
 //       [--method auto|exact|hnsw|nndescent|ivf] [--nnd-trees T] [--nnd-leaf L] [--nnd-extra X]
 //       [--nnd-candidates C] [--nnd-iterations I] [--nnd-delta D] [--nnd-search-ef E]
-//       [--recall-sample S] [--knn-only] [--tie-recall N] [--ivf-cluster-size S] [--ivf-probes P]
+//       [--recall-sample S] [--knn-only] [--tie-recall N] [--ivf-cluster-size S] [--ivf-probes P] [--ivf-assign-groups G]
 //       [--ivf-refine R] [--ivf-fanout F] [--ivf-extra X]
 //   build/bench/bench_umap --synthetic CELLS [--neighbors 15] [--epochs E] [--random-init] ...
 // (--random-init and --epochs time the SGD alone; minima are printed next to the medians
@@ -218,6 +218,9 @@ std::optional<Args> parse(int argc, char** argv, int& exit_code) {
     app.add_option("--ivf-probes", args.knn.ivf_probes, "IVF clusters probed per cell")->capture_default_str();
     app.add_option("--ivf-refine", args.knn.ivf_refine_rounds, "IVF refinement passes")->capture_default_str();
     app.add_option("--ivf-fanout", args.knn.ivf_refine_fanout, "IVF refinement fan-out")->capture_default_str();
+    app.add_option("--ivf-assign-groups", args.knn.ivf_assign_groups,
+                   "IVF: probes chosen among the centres of this many nearest coarse groups (0 = all centres)")
+        ->capture_default_str();
     app.add_option("--ivf-scale-from", args.knn.ivf_probes_scale_from, "IVF probes grow above this many cells (0 = fixed)")->capture_default_str();
     app.add_option("--ivf-reverse", args.knn.ivf_refine_reverse, "IVF refinement reverse neighbours")->capture_default_str();
     app.add_option("--ivf-extra", args.knn.ivf_extra, "IVF extra list entries")->capture_default_str();

@@ -173,6 +173,15 @@ void set_sq_norms(Rows& rows, int count, std::size_t dims) {
     }
 }
 
+/// The k-means result: the centres, and for a two-level k-means its coarse centres and
+/// the centres each coarse group was split into, [first_centre[g], first_centre[g + 1])
+/// (both empty for a flat k-means).
+struct Clustering {
+    Rows centres;
+    Rows coarse;
+    std::vector<int> first_centre;
+};
+
 /// Lloyd's k-means of the rows listed in `members` (at least num_clusters of them):
 /// num_clusters centres, started at the first num_clusters members, as rows of the same
 /// stride (an empty cluster keeps its centre), with their squared norms.
@@ -216,8 +225,8 @@ Rows lloyd(const Rows& rows, const std::vector<std::int32_t>& members, std::size
 /// points clustered into its share of the centres (proportional to its size, largest
 /// remainders first); training costs sample x 2 sqrt(num_clusters) distances per
 /// iteration instead of sample x num_clusters.
-Rows kmeans(const Rows& rows, std::int64_t num_points, std::size_t dims, int num_clusters, const IvfParams& params,
-            JobContext& ctx) {
+Clustering kmeans(const Rows& rows, std::int64_t num_points, std::size_t dims, int num_clusters, const IvfParams& params,
+                  JobContext& ctx) {
     std::vector<std::int32_t> sample;
     const std::int64_t sample_size =
         std::min<std::int64_t>(num_points, static_cast<std::int64_t>(num_clusters) * params.training_per_cluster);
@@ -234,11 +243,11 @@ Rows kmeans(const Rows& rows, std::int64_t num_points, std::size_t dims, int num
     }
     if (params.two_level_from <= 0 || num_clusters < params.two_level_from || params.training_per_cluster < 2 ||
         sample_size < static_cast<std::int64_t>(num_clusters) * params.training_per_cluster)
-        return lloyd(rows, sample, dims, num_clusters, params.kmeans_iterations, ctx);
+        return Clustering{lloyd(rows, sample, dims, num_clusters, params.kmeans_iterations, ctx), {}, {}};
 
     // Coarse clusters, and the sample points of each (in sample order: random order).
     const int num_groups = std::max(2, static_cast<int>(std::lround(std::sqrt(static_cast<double>(num_clusters)))));
-    const Rows coarse = lloyd(rows, sample, dims, num_groups, params.kmeans_iterations, ctx);
+    Rows coarse = lloyd(rows, sample, dims, num_groups, params.kmeans_iterations, ctx);
     std::vector<std::int32_t> group_of(sample.size());
     nearest_columns(rows, sample, packed_block(coarse, num_groups, dims), dims, 1, group_of.data(), ctx);
     std::vector<std::vector<std::int32_t>> groups(static_cast<std::size_t>(num_groups));
@@ -261,7 +270,8 @@ Rows kmeans(const Rows& rows, std::int64_t num_points, std::size_t dims, int num
     for (int group = 0; group < num_groups; ++group)
         first_centre[static_cast<std::size_t>(group) + 1] = first_centre[static_cast<std::size_t>(group)] + shares[static_cast<std::size_t>(group)];
 
-    Rows centres;
+    Clustering clustering;
+    Rows& centres = clustering.centres;
     centres.stride = rows.stride;
     centres.values.assign(static_cast<std::size_t>(num_clusters) * rows.stride, 0.0f);
     centres.sq_norms.assign(static_cast<std::size_t>(num_clusters), 0.0f);
@@ -273,7 +283,121 @@ Rows kmeans(const Rows& rows, std::int64_t num_points, std::size_t dims, int num
         std::copy_n(part.values.data(), static_cast<std::size_t>(share) * rows.stride, centres.values.data() + first * rows.stride);
         std::copy_n(part.sq_norms.data(), static_cast<std::size_t>(share), centres.sq_norms.data() + first);
     });
-    return centres;
+    clustering.coarse = std::move(coarse);
+    clustering.first_centre = std::move(first_centre);
+    return clustering;
+}
+
+/// For every row of `input` listed in `queries`, the `probes` nearest centres of a
+/// two-level clustering (ties: lower centre), nearest first, into out[i * probes ...],
+/// searched among the centres of the query's nearest coarse groups only: the nearest
+/// `groups` of them, and more in order of distance while they hold fewer than `probes`
+/// centres. Costs a query about num_groups + groups x (centres per group) distances
+/// instead of num_clusters. A query's probes depend on the query alone (not on the
+/// others listed, nor on the threads).
+void nearest_centres_by_group(const Rows& input, const std::vector<std::int32_t>& queries, const Clustering& clustering,
+                              std::size_t dims, int probes, int groups, std::int32_t* out, JobContext& ctx) {
+    const int num_groups = static_cast<int>(clustering.first_centre.size()) - 1;
+    std::vector<PackedBlock> blocks(static_cast<std::size_t>(num_groups));
+    tbb::parallel_for(0, num_groups, [&](int group) {
+        const auto first = static_cast<std::size_t>(clustering.first_centre[static_cast<std::size_t>(group)]);
+        const auto count = static_cast<std::size_t>(clustering.first_centre[static_cast<std::size_t>(group) + 1]) - first;
+        PackedBlock& block = blocks[static_cast<std::size_t>(group)];
+        block.width = dot_tile_columns(count);
+        block.values.resize(dims * block.width);
+        block.sq_norms.resize(block.width);
+        pack(clustering.centres, first, count, dims, block.values.data(), block.sq_norms.data());
+    });
+    std::size_t widest = 0;
+    for (const PackedBlock& block : blocks) widest = std::max(widest, block.width);
+    const PackedBlock coarse = packed_block(clustering.coarse, num_groups, dims);
+    const auto wanted = static_cast<std::size_t>(probes);
+    const auto all_groups = static_cast<std::size_t>(num_groups);
+    // In batches: every query's coarse groups in order of distance, then the queries
+    // ordered by nearest group so that a quad of queries shares its groups' tiles.
+    constexpr std::size_t kBatch = 1 << 15;
+    std::vector<std::int32_t> order_of_groups;
+    std::vector<std::int32_t> taken;  // per query of the batch: groups searched
+    std::vector<std::int32_t> by_group;
+    for (std::size_t batch = 0; batch < queries.size(); batch += kBatch) {
+        const std::size_t size = std::min(kBatch, queries.size() - batch);
+        const std::vector<std::int32_t> members(queries.begin() + static_cast<std::ptrdiff_t>(batch),
+                                                queries.begin() + static_cast<std::ptrdiff_t>(batch + size));
+        order_of_groups.resize(size * all_groups);
+        nearest_columns(input, members, coarse, dims, num_groups, order_of_groups.data(), ctx);
+        taken.assign(size, 0);
+        std::vector<std::size_t> per_group(all_groups + 1, 0);
+        for (std::size_t query = 0; query < size; ++query) {
+            const std::int32_t* ranked = order_of_groups.data() + query * all_groups;
+            int count = 0;
+            std::int64_t centres = 0;
+            while (count < num_groups && (count < groups || centres < probes)) {
+                const auto group = static_cast<std::size_t>(ranked[count]);
+                centres += clustering.first_centre[group + 1] - clustering.first_centre[group];
+                ++count;
+            }
+            taken[query] = count;
+            ++per_group[static_cast<std::size_t>(ranked[0]) + 1];
+        }
+        std::partial_sum(per_group.begin(), per_group.end(), per_group.begin());
+        by_group.resize(size);
+        for (std::size_t query = 0; query < size; ++query)
+            by_group[per_group[static_cast<std::size_t>(order_of_groups[query * all_groups])]++] = static_cast<std::int32_t>(query);
+        tbb::parallel_for(tbb::blocked_range<std::size_t>(0, (size + 3) / 4, 32), [&](const tbb::blocked_range<std::size_t>& range) {
+            ctx.checkpoint();
+            std::vector<float> products(4 * widest);
+            std::vector<std::uint64_t> best[4];
+            std::vector<std::int32_t> quad_groups;
+            for (std::size_t quad = range.begin(); quad != range.end(); ++quad) {
+                const std::size_t first = quad * 4;
+                const std::size_t count = std::min<std::size_t>(4, size - first);
+                quad_groups.clear();
+                for (std::size_t row = 0; row < count; ++row) {
+                    const auto query = static_cast<std::size_t>(by_group[first + row]);
+                    best[row].clear();
+                    const std::int32_t* ranked = order_of_groups.data() + query * all_groups;
+                    quad_groups.insert(quad_groups.end(), ranked, ranked + taken[query]);
+                }
+                std::sort(quad_groups.begin(), quad_groups.end());
+                quad_groups.erase(std::unique(quad_groups.begin(), quad_groups.end()), quad_groups.end());
+                for (const std::int32_t group : quad_groups) {
+                    // The quad's queries that search this group, as one tile.
+                    const float* query_rows[4];
+                    std::size_t users[4];
+                    std::size_t num_users = 0;
+                    for (std::size_t row = 0; row < count; ++row) {
+                        const auto query = static_cast<std::size_t>(by_group[first + row]);
+                        const std::int32_t* ranked = order_of_groups.data() + query * all_groups;
+                        if (std::find(ranked, ranked + taken[query], group) == ranked + taken[query]) continue;
+                        query_rows[num_users] = input.row(members[query]);
+                        users[num_users++] = row;
+                    }
+                    const PackedBlock& block = blocks[static_cast<std::size_t>(group)];
+                    const auto first_centre = clustering.first_centre[static_cast<std::size_t>(group)];
+                    const auto centres = static_cast<std::size_t>(clustering.first_centre[static_cast<std::size_t>(group) + 1] - first_centre);
+                    dot_tile(query_rows, num_users, block.values.data(), block.width, dims, products.data());
+                    for (std::size_t user = 0; user < num_users; ++user) {
+                        const auto query = static_cast<std::size_t>(by_group[first + users[user]]);
+                        const float query_norm = input.sq_norms[static_cast<std::size_t>(members[query])];
+                        const float* dots = products.data() + user * block.width;
+                        for (std::size_t column = 0; column < centres; ++column) {
+                            const float distance = query_norm + block.sq_norms[column] - 2.0f * dots[column];
+                            best[users[user]].push_back(entry_key(std::max(distance, 0.0f), first_centre + static_cast<std::int32_t>(column)));
+                        }
+                    }
+                }
+                for (std::size_t row = 0; row < count; ++row) {
+                    const auto query = static_cast<std::size_t>(by_group[first + row]);
+                    std::vector<std::uint64_t>& keys = best[row];
+                    const std::size_t kept = std::min(wanted, keys.size());
+                    std::partial_sort(keys.begin(), keys.begin() + static_cast<std::ptrdiff_t>(kept), keys.end());
+                    keys.resize(wanted, kEmpty);
+                    std::int32_t* chosen = out + (batch + query) * wanted;
+                    for (std::size_t slot = 0; slot < wanted; ++slot) chosen[slot] = entry_index(keys[slot]);
+                }
+            }
+        });
+    }
 }
 
 /// Every rank's block of `all` (rank r's block starts at offsets[r] and ends at
@@ -318,8 +442,8 @@ KnnCandidates ivf_knn(const DenseMatrix<float>& points, int num_dims, const IvfP
     if (params.cluster_size < 1) fail("cluster_size must be >= 1");
     if (params.probes < 1 || params.probes > kIvfMaxProbes) fail("probes must be in [1, 256]");
     if (params.kmeans_iterations < 0 || params.training_per_cluster < 1 || params.refine_rounds < 0 ||
-        params.refine_fanout < 1 || params.refine_reverse < 0)
-        fail("kmeans_iterations, refine_rounds and refine_reverse must be >= 0, training_per_cluster and refine_fanout >= 1");
+        params.refine_fanout < 1 || params.refine_reverse < 0 || params.assign_groups < 0)
+        fail("kmeans_iterations, refine_rounds, refine_reverse and assign_groups must be >= 0, training_per_cluster and refine_fanout >= 1");
     const auto dims = static_cast<std::size_t>(num_dims);
 
     // Centred padded rows (distances do not change; smaller norms, less cancellation in
@@ -348,7 +472,8 @@ KnnCandidates ivf_knn(const DenseMatrix<float>& points, int num_dims, const IvfP
     const int num_clusters = static_cast<int>(std::clamp<std::int64_t>(
         (num_points + params.cluster_size / 2) / params.cluster_size, 1, num_points));
     const int probes = std::min(params.probes, num_clusters);
-    const Rows centres = kmeans(input, num_points, dims, num_clusters, params, ctx);
+    const Clustering clustering = kmeans(input, num_points, dims, num_clusters, params, ctx);
+    const Rows& centres = clustering.centres;
     ctx.report(0.2);
     // Over several ranks, rank r assigns the points of split_rows_evenly's share r.
     const bool split = comm != nullptr && comm->size() > 1;
@@ -357,12 +482,14 @@ KnnCandidates ivf_knn(const DenseMatrix<float>& points, int num_dims, const IvfP
     const std::vector<RowRange> point_shares = split_rows_evenly(num_points, ranks);
     UninitializedVector<std::int32_t> probe_lists(static_cast<std::size_t>(num_points) * static_cast<std::size_t>(probes));
     {
-        const PackedBlock block = packed_block(centres, num_clusters, dims);
         const RowRange& share = point_shares[rank];
         std::vector<std::int32_t> mine(static_cast<std::size_t>(share.size()));
         std::iota(mine.begin(), mine.end(), static_cast<std::int32_t>(share.begin));
-        nearest_columns(input, mine, block, dims, probes,
-                        probe_lists.data() + static_cast<std::size_t>(share.begin) * static_cast<std::size_t>(probes), ctx);
+        std::int32_t* out = probe_lists.data() + static_cast<std::size_t>(share.begin) * static_cast<std::size_t>(probes);
+        if (params.assign_groups > 0 && !clustering.first_centre.empty())
+            nearest_centres_by_group(input, mine, clustering, dims, probes, params.assign_groups, out, ctx);
+        else
+            nearest_columns(input, mine, packed_block(centres, num_clusters, dims), dims, probes, out, ctx);
         if (split) {
             std::vector<std::int64_t> offsets;
             for (const RowRange& each : point_shares) offsets.push_back(each.begin * probes);

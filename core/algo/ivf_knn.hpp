@@ -35,6 +35,10 @@ struct IvfParams {
     /// 0.980 and the kNN step from 121 to 109 CPU s with the one-pass probe selection;
     /// below 1024 clusters (the 100k-cell set: 390) the training is flat, as before.
     int two_level_from = 1024;
+    /// With a two-level k-means (two_level_from), a point's probes are searched among the
+    /// centres of its nearest assign_groups coarse groups only (and further groups in
+    /// order while those hold fewer centres than probes); 0 = among all centres. (>= 0)
+    int assign_groups = 8;
     int refine_rounds = 1;          ///< neighbours-of-neighbours passes after the search (>= 0)
     /// Refinement: a list is merged with the first refine_fanout entries of the lists of
     /// its first refine_fanout neighbours (>= 1; at most pool are used).

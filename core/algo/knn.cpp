@@ -416,6 +416,7 @@ detail::IvfParams ivf_params(const KnnOptions& options, int num_neighbors, std::
     params.pool = search_pool(options.ivf_extra, num_neighbors, num_cells);
     params.cluster_size = options.ivf_cluster_size;
     params.probes = ivf_probes_for(options, num_cells);
+    params.assign_groups = options.ivf_assign_groups;
     params.refine_rounds = options.ivf_refine_rounds;
     params.refine_fanout = options.ivf_refine_fanout;
     params.refine_reverse = options.ivf_refine_reverse;
@@ -542,6 +543,8 @@ void validate(const KnnOptions& options, std::int64_t num_cells, std::int64_t nu
         fail("ivf_refine_fanout must be >= 1, got " + std::to_string(options.ivf_refine_fanout));
     if (options.ivf_probes_scale_from < 0)
         fail("ivf_probes_scale_from must be >= 0, got " + std::to_string(options.ivf_probes_scale_from));
+    if (options.ivf_assign_groups < 0)
+        fail("ivf_assign_groups must be >= 0, got " + std::to_string(options.ivf_assign_groups));
     if (options.ivf_refine_reverse < 0)
         fail("ivf_refine_reverse must be >= 0, got " + std::to_string(options.ivf_refine_reverse));
     check_extra("ivf_extra", options.ivf_extra);

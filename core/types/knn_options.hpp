@@ -74,6 +74,10 @@ struct KnnOptions {
     /// 123 CPU s of the knn step on 2 busy cores (NN-descent: 0.971 in 164 on quiet
     /// ones). 150,000 leaves the 100k-cell set at 16 probes. >= 0.
     std::int64_t ivf_probes_scale_from = 150000;
+    /// IVF: from 1,024 clusters on (a two-level k-means), a cell's probes are chosen
+    /// among the centres of its ivf_assign_groups nearest coarse groups (about
+    /// sqrt(clusters) of them) instead of among all centres; 0 = all centres. >= 0.
+    int ivf_assign_groups = 8;
     /// IVF: passes that merge every list with its neighbours' lists; >= 0.
     int ivf_refine_rounds = 1;
     /// IVF: a refinement pass merges a cell's list with the first ivf_refine_fanout

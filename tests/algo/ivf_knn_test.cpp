@@ -200,6 +200,45 @@ TEST(IvfKnn, TwoLevelKmeansKeepsTheRecallAndIsThreadIndependent) {
     expect_full_candidate_lists(points, parallel, num_neighbors - 1, 20);
 }
 
+TEST(IvfKnn, ProbesChosenByCoarseGroupKeepTheRecallAndAreThreadIndependent) {
+    // 1200 clusters trained in two levels (35 coarse groups): a cell's probes chosen among
+    // the centres of its 4 nearest groups find as many exact neighbours as probes chosen
+    // among all 1200 centres, the same bits on one thread and on all; choosing among every
+    // group's centres is the search over all centres, bit for bit.
+    const auto points = gaussian_mixture(12000, 20, 8, 41);
+    const int num_neighbors = 15;
+    JobContext ctx;
+    const KnnGraph exact = exact_neighbors(points, 20, num_neighbors, 0, points.rows(), ctx);
+    const auto recall = [&](const detail::KnnCandidates& found) {
+        std::int64_t hits = 0;
+        for (std::int64_t cell = 0; cell < points.rows(); ++cell) {
+            const auto truth = exact.neighbors(cell);
+            const auto* row = found.indices.data() + cell * found.pool;
+            for (int slot = 1; slot < num_neighbors; ++slot)
+                hits += std::find(row, row + found.pool, truth[static_cast<std::size_t>(slot)]) != row + found.pool;
+        }
+        return static_cast<double>(hits) / static_cast<double>(points.rows() * (num_neighbors - 1));
+    };
+    detail::IvfParams params;
+    params.pool = num_neighbors - 1;
+    params.cluster_size = 10;
+    params.probes = 24;
+    params.two_level_from = 64;
+    params.assign_groups = 0;
+    const detail::KnnCandidates all_centres = detail::ivf_knn(points, 20, params, ctx);
+    params.assign_groups = 1000;
+    EXPECT_EQ(detail::ivf_knn(points, 20, params, ctx).indices, all_centres.indices);
+    params.assign_groups = 4;
+    const detail::KnnCandidates by_group = candidates_on_one_and_all_threads(points, 20, params, ctx);
+    const double flat = recall(all_centres);
+    const double grouped = recall(by_group);
+    std::printf("[ivf] mixture 12000 x 20, 1200 clusters, 24 probes: probes among all centres %.5f, among 4 groups' %.5f\n",
+                flat, grouped);
+    EXPECT_GE(grouped, flat - 0.005);
+    EXPECT_GT(grouped, 0.9);
+    expect_full_candidate_lists(points, by_group, num_neighbors - 1, 20);
+}
+
 TEST(IvfKnn, CandidatesAreDistinctOthersWithDoubleDistances) {
     const auto points = gaussian_mixture(3000, 12, 5, 34);
     JobContext ctx;
@@ -254,6 +293,9 @@ TEST(IvfKnn, OptionsAreCheckedByName) {
     options = {};
     options.ivf_refine_reverse = -1;
     expect_named(options, "ivf_refine_reverse");
+    options = {};
+    options.ivf_assign_groups = -1;
+    expect_named(options, "ivf_assign_groups");
     options = {};
     options.ivf_probes_scale_from = -1;
     expect_named(options, "ivf_probes_scale_from");
