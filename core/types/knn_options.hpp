@@ -62,18 +62,20 @@ struct KnnOptions {
     /// cheaper and the recall lower at the same number of probes.
     int ivf_cluster_size = 256;
     /// IVF: nearest clusters whose members every cell is compared with; in [1, 256]. On
-    /// the 100k-cell, 50-PC benchmark set 16 probes reach a recall of 0.997 after one
-    /// refinement pass, 12 probes 0.990.
-    int ivf_probes = 16;
+    /// the 100k-cell synthetic benchmark (zheng17, 1000 genes, 50 PCs; 390 clusters) 16
+    /// probes reach a recall of 0.984 after one refinement pass, 20 probes 0.992 (knn
+    /// step 2.48 -> 2.84 CPU s, `bench_umap --method ivf --knn-only`): the default keeps
+    /// the recall above 0.99.
+    int ivf_probes = 20;
     /// IVF: above this many cells the probes grow as ivf_probes * sqrt(num_cells /
     /// ivf_probes_scale_from), rounded, at most 256; 0 = always ivf_probes. With a fixed
     /// cluster size a fixed number of probes covers an ever smaller share of each cell
     /// type: on the 1.3M-cell, 50-PC synthetic benchmark (12 types, the PCs within a type
     /// mostly noise) 16 probes reach a recall of 0.85 (0.88 with the reverse joins
-    /// below), 32 probes 0.950 and 48 probes 0.977 with them; the default, 47, 0.976 in
-    /// 123 CPU s of the knn step on 2 busy cores (NN-descent: 0.971 in 164 on quiet
-    /// ones). 150,000 leaves the 100k-cell set at 16 probes. >= 0.
-    std::int64_t ivf_probes_scale_from = 150000;
+    /// below), 47 probes 0.980, 59 probes 0.988 (0.989 with two refinement passes, at
+    /// more CPU), and the default, 72, 0.992 in 124 CPU s of the knn step (2 cores; 47
+    /// probes: 95 s). >= 0.
+    std::int64_t ivf_probes_scale_from = 100000;
     /// IVF: from 1,024 clusters on (a two-level k-means), a cell's probes are chosen
     /// among the centres of its ivf_assign_groups nearest coarse groups (about
     /// sqrt(clusters) of them) instead of among all centres; 0 = all centres. >= 0.

@@ -108,13 +108,14 @@ TEST(IvfKnn, ReverseNeighboursLiftTheRefinement) {
 
 TEST(IvfKnn, ProbesGrowWithTheSquareRootOfTheCellsAboveTheThreshold) {
     KnnOptions options;
-    EXPECT_EQ(ivf_probes_for(options, 100000), 16);
-    EXPECT_EQ(ivf_probes_for(options, 150000), 16);
-    EXPECT_EQ(ivf_probes_for(options, 600000), 32);
-    EXPECT_EQ(ivf_probes_for(options, 1300000), 47);
+    EXPECT_EQ(ivf_probes_for(options, 50000), 20);
+    EXPECT_EQ(ivf_probes_for(options, 100000), 20);
+    EXPECT_EQ(ivf_probes_for(options, 150000), 24);  // 20 sqrt(1.5) = 24.49
+    EXPECT_EQ(ivf_probes_for(options, 400000), 40);
+    EXPECT_EQ(ivf_probes_for(options, 1300000), 72);  // 20 sqrt(13) = 72.11
     EXPECT_EQ(ivf_probes_for(options, 1000000000), detail::kIvfMaxProbes);
     options.ivf_probes_scale_from = 0;
-    EXPECT_EQ(ivf_probes_for(options, 1300000), 16);
+    EXPECT_EQ(ivf_probes_for(options, 1300000), 20);
 }
 
 TEST(IvfKnn, RecallOnRealDataAboveTheExactThreshold) {
