@@ -2,6 +2,7 @@
 
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
+#include <tbb/parallel_reduce.h>
 
 #include <algorithm>
 #include <atomic>
@@ -191,6 +192,12 @@ struct HogwildLayout {
     float a = 0, b = 0, gamma = 1;
     float negative_sample_rate = 5.0f;
     std::int64_t vertices_per_task = 256;  ///< about 8k edges per task
+    /// The graph is symmetric in its values: every edge i -> j has a twin j -> i of the
+    /// same weight, hence the same schedule. An edge then pulls its head twice and leaves
+    /// its tail to the twin (umap's move_other, applied by the twin's row), so the SGD
+    /// writes only the head it owns: no stores to random rows that another thread's
+    /// rows read.
+    bool twin_pull = false;
 };
 
 /// Negative samples for the Hogwild SGD, drawn kAhead draws before they are used with
@@ -248,6 +255,8 @@ struct HeadBatch {
 
     int dim = Dim;
     float a = 0, b = 0, minus_two_ab = 0, two_gamma_b = 0, alpha = 0;
+    float attraction_scale = 1.0f;  ///< 2 with HogwildLayout::twin_pull
+    bool move_tails = true;         ///< false with HogwildLayout::twin_pull
     float* embedding = nullptr;
     float cur[8] = {};
     float move[8] = {};
@@ -259,6 +268,7 @@ struct HeadBatch {
     alignas(64) float squares[kBatch];
     alignas(64) float coefficient[kBatch];
     alignas(64) float push[kBatch];
+    alignas(64) float scale[kBatch];
     int attraction_lane[kBatch];
     std::int64_t attraction_tail[kBatch];
 
@@ -278,7 +288,7 @@ struct HeadBatch {
         for (int d = 0; d < dim; ++d) diff[d][count] = cur[d] - RelaxedAccess::load(other[d]);
         kind[count] = lane_kind;
         coincide_push[count] = lane_push;
-        if (lane_kind == kAttract) {
+        if (lane_kind == kAttract && move_tails) {
             attraction_lane[num_attractions] = count;
             attraction_tail[num_attractions] = vertex;
             ++num_attractions;
@@ -316,10 +326,11 @@ struct HeadBatch {
             // umap pushes by +4 in every dimension when a negative sample coincides with
             // the head (unless it is the head itself: coincide_push 0).
             push[l] = apart ? 0.0f : lane_push;
+            scale[l] = attraction ? attraction_scale : 1.0f;
         }
         for (int d = 0; d < dim; ++d) {
             float sum = 0.0f;
-            for (int l = 0; l < padded; ++l) sum += clip4(coefficient[l] * diff[d][l]) + push[l];
+            for (int l = 0; l < padded; ++l) sum += clip4(coefficient[l] * diff[d][l]) * scale[l] + push[l];
             move[d] += sum;
         }
         for (int index = 0; index < num_attractions; ++index) {
@@ -353,6 +364,8 @@ inline __attribute__((always_inline)) void hogwild_vertices(HogwildLayout& layou
     batch.minus_two_ab = -2.0f * layout.a * layout.b;
     batch.two_gamma_b = 2.0f * layout.gamma * layout.b;
     batch.alpha = alpha;
+    batch.attraction_scale = layout.twin_pull ? 2.0f : 1.0f;
+    batch.move_tails = !layout.twin_pull;
     batch.embedding = embedding;
     const std::int64_t* offsets = layout.offsets.data();
     HogwildEdge* edges = layout.edges.data();
@@ -522,6 +535,48 @@ double epoch_learning_rate(double learning_rate, int epoch, int num_epochs) {
 void report_epoch(JobContext& ctx, int epochs_done, int num_epochs) {
     ctx.report(static_cast<double>(epochs_done) / num_epochs,
                "epoch " + std::to_string(epochs_done) + "/" + std::to_string(num_epochs));
+}
+
+/// Every entry (r, c) has a twin (c, r) with the same value (rows in parallel; each row's
+/// upper entries are looked up, and the lower and upper entries counted, so that every
+/// lower entry is some upper entry's twin).
+bool value_symmetric(const CsrGraph& graph) {
+    struct Tally {
+        std::int64_t upper = 0, lower = 0;
+        bool twins = true;
+    };
+    const Tally total = tbb::parallel_reduce(
+        tbb::blocked_range<std::int64_t>(0, graph.num_cells, 4096), Tally{},
+        [&](const tbb::blocked_range<std::int64_t>& range, Tally tally) {
+            for (std::int64_t row = range.begin(); row != range.end() && tally.twins; ++row) {
+                const auto columns = graph.row_indices(row);
+                const auto values = graph.row_values(row);
+                for (std::size_t entry = 0; entry < columns.size(); ++entry) {
+                    const std::int64_t column = columns[entry];
+                    if (column < row) {
+                        ++tally.lower;
+                        continue;
+                    }
+                    if (column == row) continue;
+                    ++tally.upper;
+                    const auto reverse = graph.row_indices(column);
+                    const auto found = std::lower_bound(reverse.begin(), reverse.end(), static_cast<std::int32_t>(row));
+                    if (found == reverse.end() || *found != row ||
+                        graph.row_values(column)[static_cast<std::size_t>(found - reverse.begin())] != values[entry]) {
+                        tally.twins = false;
+                        break;
+                    }
+                }
+            }
+            return tally;
+        },
+        [](Tally left, const Tally& right) {
+            left.upper += right.upper;
+            left.lower += right.lower;
+            left.twins = left.twins && right.twins;
+            return left;
+        });
+    return total.twins && total.upper == total.lower;
 }
 
 bool structurally_symmetric(const CsrGraph& graph) {
@@ -724,6 +779,8 @@ UmapResult umap(const CsrGraph& connectivities, const DenseMatrix<float>& data, 
         hogwild.b = static_cast<float>(result.curve.b);
         hogwild.gamma = static_cast<float>(options.repulsion_strength);
         hogwild.negative_sample_rate = static_cast<float>(options.negative_sample_rate);
+        hogwild.twin_pull = value_symmetric(pruned);
+        result.twin_pull = hogwild.twin_pull;
         hogwild.edges.resize(num_edges);
         for (std::size_t edge = 0; edge < num_edges; ++edge) {
             auto& record = hogwild.edges[edge];

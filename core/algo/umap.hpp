@@ -42,6 +42,9 @@ struct UmapResult {
     int num_graph_components = 0;      ///< connected components of the pruned graph (spectral init)
     bool spectral_converged = true;    ///< false: the eigensolver stopped at max_restarts
     UmapParallelism parallelism = UmapParallelism::Hogwild;  ///< the SGD that ran (Auto resolved)
+    /// Hogwild on a graph symmetric in its values: every edge pulled its head twice and
+    /// left its tail to its twin, as the deterministic SGD does (see core/algo/umap.cpp).
+    bool twin_pull = false;
 };
 
 /// Receives the intermediate embeddings while UMAP's SGD runs (e.g. the plot, which

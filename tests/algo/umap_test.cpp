@@ -321,6 +321,37 @@ TEST(Umap, EveryModePreservesNeighbourhoods) {
     EXPECT_EQ(umap(graph, points, options, ctx).embedding, umap(graph, points, options, ctx).embedding);
 }
 
+TEST(Umap, HogwildPullsTwiceOnlyOnAGraphSymmetricInItsValues) {
+    // neighbors() makes a graph symmetric in its values: the Hogwild SGD pulls each head
+    // twice and leaves the tail to the twin edge. One value changed (or one twin missing)
+    // and it moves both ends of every edge, as umap does; the layouts keep the
+    // neighbourhoods either way.
+    const auto points = mixture(3000, 20, 8, 15);
+    const CsrGraph graph = graph_of(points);
+    JobContext ctx;
+    UmapOptions options;
+    options.parallelism = UmapParallelism::Hogwild;
+    options.num_epochs = 200;
+    const auto twin = umap(graph, points, options, ctx);
+    EXPECT_TRUE(twin.twin_pull);
+    CsrGraph lopsided = graph;
+    ASSERT_GT(lopsided.values.size(), 10u);
+    lopsided.values[10] *= 0.5f;
+    const auto both = umap(lopsided, points, options, ctx);
+    EXPECT_FALSE(both.twin_pull);
+    CsrGraph missing = graph;  // the first row loses its last entry (whose twin stays)
+    missing.col_indices.erase(missing.col_indices.begin() + missing.row_offsets[1] - 1);
+    missing.values.erase(missing.values.begin() + missing.row_offsets[1] - 1);
+    for (std::size_t row = 1; row < missing.row_offsets.size(); ++row) --missing.row_offsets[row];
+    EXPECT_FALSE(umap(missing, points, options, ctx).twin_pull);
+    for (const auto* result : {&twin, &both}) {
+        ASSERT_TRUE(all_finite(result->embedding));
+        const double trust = test::trustworthiness(points, result->embedding, 15);
+        std::printf("[umap] simulated 3000 cells, Hogwild, twin pull %d: trustworthiness %.4f\n", result->twin_pull, trust);
+        EXPECT_GT(trust, 0.93);
+    }
+}
+
 TEST(Umap, PublishesFramesAndHonoursCancel) {
     const auto points = mixture(500, 8, 3, 15);
     const auto graph = graph_of(points);
