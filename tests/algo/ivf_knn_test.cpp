@@ -168,24 +168,36 @@ TEST(IvfKnn, BitIdenticalAcrossThreadsAndPartitions) {
     EXPECT_NE(detail::ivf_knn(points, 20, params, ctx).indices, single.indices);
 }
 
+/// A 12000 x 20 Gaussian mixture (8 clusters) with its exact 15-neighbour graph, and the
+/// share of every cell's exact neighbours (the cell itself left out) that candidate lists hold.
+struct MixtureRecall {
+    static constexpr int kNeighbors = 15;
+    DenseMatrix<float> points;
+    KnnGraph exact;
+    explicit MixtureRecall(std::uint64_t seed) : points(gaussian_mixture(12000, 20, 8, seed)) {
+        JobContext ctx;
+        exact = exact_neighbors(points, 20, kNeighbors, 0, points.rows(), ctx);
+    }
+    double operator()(const detail::KnnCandidates& found) const {
+        std::int64_t hits = 0;
+        for (std::int64_t cell = 0; cell < exact.num_cells; ++cell) {
+            const auto truth = exact.neighbors(cell);
+            const auto* row = found.indices.data() + cell * found.pool;
+            for (int slot = 1; slot < kNeighbors; ++slot)
+                hits += std::find(row, row + found.pool, truth[static_cast<std::size_t>(slot)]) != row + found.pool;
+        }
+        return static_cast<double>(hits) / static_cast<double>(exact.num_cells * (kNeighbors - 1));
+    }
+};
+
 TEST(IvfKnn, TwoLevelKmeansKeepsTheRecallAndIsThreadIndependent) {
     // 240 clusters trained in two levels (16 coarse clusters, each split into its share)
     // against the flat k-means: the candidate lists find as many of the exact neighbours,
     // and the two-level training gives the same bits on one thread and on all.
-    const auto points = gaussian_mixture(12000, 20, 8, 37);
-    const int num_neighbors = 15;
+    const MixtureRecall recall(37);
+    const DenseMatrix<float>& points = recall.points;
+    const int num_neighbors = MixtureRecall::kNeighbors;
     JobContext ctx;
-    const KnnGraph exact = exact_neighbors(points, 20, num_neighbors, 0, points.rows(), ctx);
-    const auto recall = [&](const detail::KnnCandidates& found) {
-        std::int64_t hits = 0;
-        for (std::int64_t cell = 0; cell < points.rows(); ++cell) {
-            const auto truth = exact.neighbors(cell);
-            const auto* row = found.indices.data() + cell * found.pool;
-            for (int slot = 1; slot < num_neighbors; ++slot)
-                hits += std::find(row, row + found.pool, truth[static_cast<std::size_t>(slot)]) != row + found.pool;
-        }
-        return static_cast<double>(hits) / static_cast<double>(points.rows() * (num_neighbors - 1));
-    };
     detail::IvfParams params;
     params.pool = num_neighbors - 1;
     params.cluster_size = 50;
@@ -206,20 +218,10 @@ TEST(IvfKnn, ProbesChosenByCoarseGroupKeepTheRecallAndAreThreadIndependent) {
     // the centres of its 4 nearest groups find as many exact neighbours as probes chosen
     // among all 1200 centres, the same bits on one thread and on all; choosing among every
     // group's centres is the search over all centres, bit for bit.
-    const auto points = gaussian_mixture(12000, 20, 8, 41);
-    const int num_neighbors = 15;
+    const MixtureRecall recall(41);
+    const DenseMatrix<float>& points = recall.points;
+    const int num_neighbors = MixtureRecall::kNeighbors;
     JobContext ctx;
-    const KnnGraph exact = exact_neighbors(points, 20, num_neighbors, 0, points.rows(), ctx);
-    const auto recall = [&](const detail::KnnCandidates& found) {
-        std::int64_t hits = 0;
-        for (std::int64_t cell = 0; cell < points.rows(); ++cell) {
-            const auto truth = exact.neighbors(cell);
-            const auto* row = found.indices.data() + cell * found.pool;
-            for (int slot = 1; slot < num_neighbors; ++slot)
-                hits += std::find(row, row + found.pool, truth[static_cast<std::size_t>(slot)]) != row + found.pool;
-        }
-        return static_cast<double>(hits) / static_cast<double>(points.rows() * (num_neighbors - 1));
-    };
     detail::IvfParams params;
     params.pool = num_neighbors - 1;
     params.cluster_size = 10;
