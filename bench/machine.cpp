@@ -3,6 +3,11 @@
 //   first touch     a fresh mapping written once: page faults, zeroing (and, on a virtual
 //                   machine, the host backing each page) - what every new large array pays
 //   rewrite         the same bytes written again into memory the process holds
+//   cold memory     --cold-gib GiB touched once after a pause of --cold-pause s, with
+//                   4 KiB pages and with MADV_HUGEPAGE, seconds per GiB slice: what a
+//                   process pays for memory it has never held (the first-touch figure
+//                   above re-maps the block it just freed, which a virtual machine may
+//                   still back; memory free for a while may have gone back to the host)
 //   page cache      a file written with write() (the h5ad export's X), 1 and 2 writers
 //   inflate         zlib streams of CSR-like chunks decompressed by libdeflate, per core
 //                   (the 10x file's gzip'd indices and counts)
@@ -47,11 +52,23 @@ double median_of(int repeats, const std::function<double()>& run) {
     return values[values.size() / 2];
 }
 
-char* map_fresh(std::size_t bytes) {
+char* map_fresh(std::size_t bytes, bool huge = true) {
     void* block = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (block == MAP_FAILED) throw std::runtime_error("mmap failed");
-    ::madvise(block, bytes, MADV_HUGEPAGE);  // as the application's large blocks
+    if (huge) ::madvise(block, bytes, MADV_HUGEPAGE);  // as the application's large blocks
     return static_cast<char*>(block);
+}
+
+/// Seconds to write each GiB of a fresh `gib`-GiB mapping once, after `pause_s` seconds.
+std::vector<double> cold_touch(int gib, bool huge, int pause_s) {
+    std::this_thread::sleep_for(std::chrono::seconds(pause_s));
+    const std::size_t slice = std::size_t{1} << 30;
+    char* block = map_fresh(slice * static_cast<std::size_t>(gib), huge);
+    std::vector<double> seconds;
+    for (int index = 0; index < gib; ++index)
+        seconds.push_back(seconds_of([&] { std::memset(block + slice * static_cast<std::size_t>(index), 1, slice); }));
+    ::munmap(block, slice * static_cast<std::size_t>(gib));
+    return seconds;
 }
 
 /// Seconds per GiB to write `bytes` to a fresh file in `dir` with `writers` threads.
@@ -162,10 +179,13 @@ int main(int argc, char** argv) {
     std::string dir = "/tmp";
     int repeats = 5;
     std::size_t touch_mib = 1024, random_mib = 1024;
+    int cold_gib = 8, cold_pause = 10;
     app.add_option("--dir", dir, "folder for the page-cache write test (a file of --touch-mib is written and removed)");
     app.add_option("--repeats", repeats, "runs per figure (the median is printed)")->check(CLI::Range(1, 100));
     app.add_option("--touch-mib", touch_mib, "bytes per memory and file test, MiB")->check(CLI::Range(64, 65536));
     app.add_option("--random-mib", random_mib, "table size of the random-read tests, MiB")->check(CLI::Range(1, 16384));
+    app.add_option("--cold-gib", cold_gib, "GiB of the cold-memory test (0: skip it)")->check(CLI::Range(0, 64));
+    app.add_option("--cold-pause", cold_pause, "seconds before each cold-memory test")->check(CLI::Range(0, 600));
     CLI11_PARSE(app, argc, argv);
     const std::size_t bytes = touch_mib * kMiB;
     const double gib = static_cast<double>(bytes) / static_cast<double>(std::size_t{1} << 30);
@@ -181,6 +201,15 @@ int main(int argc, char** argv) {
     const double rewrite = median_of(repeats, [&] { return seconds_of([&] { std::memset(held, 2, bytes); }) / gib; });
     ::munmap(held, bytes);
     std::printf("memory      first touch %.3f s/GiB, rewrite of held memory %.3f s/GiB\n", first_touch, rewrite);
+    if (cold_gib > 0) {
+        for (const bool huge : {false, true}) {
+            const std::vector<double> slices = cold_touch(cold_gib, huge, cold_pause);
+            std::printf("cold memory %d GiB after %d s, %s, s per GiB slice:", cold_gib, cold_pause,
+                        huge ? "MADV_HUGEPAGE" : "4 KiB pages");
+            for (const double value : slices) std::printf(" %.2f", value);
+            std::printf("\n");
+        }
+    }
 
     const double write1 = median_of(repeats, [&] { return page_cache_write(dir, bytes, 1); });
     const double write2 = median_of(repeats, [&] { return page_cache_write(dir, bytes, 2); });
