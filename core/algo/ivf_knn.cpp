@@ -93,14 +93,18 @@ void pack(const Rows& rows, std::size_t first, std::size_t count, std::size_t di
     }
 }
 
-/// The first `count` rows of `rows` (the centres) as one packed block.
-PackedBlock packed_block(const Rows& rows, int count, std::size_t dims) {
+/// Rows [first, first + count) of `rows` (centres) as one packed block.
+PackedBlock packed_block(const Rows& rows, std::size_t first, std::size_t count, std::size_t dims) {
     PackedBlock block;
-    block.width = dot_tile_columns(static_cast<std::size_t>(count));
+    block.width = dot_tile_columns(count);
     block.values.resize(dims * block.width);
     block.sq_norms.resize(block.width);
-    pack(rows, 0, static_cast<std::size_t>(count), dims, block.values.data(), block.sq_norms.data());
+    pack(rows, first, count, dims, block.values.data(), block.sq_norms.data());
     return block;
+}
+/// The first `count` rows of `rows` as one packed block.
+PackedBlock packed_block(const Rows& rows, int count, std::size_t dims) {
+    return packed_block(rows, 0, static_cast<std::size_t>(count), dims);
 }
 
 /// For every row of `rows` listed in `queries`, the `top` columns of `block` with the
@@ -302,11 +306,7 @@ void nearest_centres_by_group(const Rows& input, const std::vector<std::int32_t>
     tbb::parallel_for(0, num_groups, [&](int group) {
         const auto first = static_cast<std::size_t>(clustering.first_centre[static_cast<std::size_t>(group)]);
         const auto count = static_cast<std::size_t>(clustering.first_centre[static_cast<std::size_t>(group) + 1]) - first;
-        PackedBlock& block = blocks[static_cast<std::size_t>(group)];
-        block.width = dot_tile_columns(count);
-        block.values.resize(dims * block.width);
-        block.sq_norms.resize(block.width);
-        pack(clustering.centres, first, count, dims, block.values.data(), block.sq_norms.data());
+        blocks[static_cast<std::size_t>(group)] = packed_block(clustering.centres, first, count, dims);
     });
     std::size_t widest = 0;
     for (const PackedBlock& block : blocks) widest = std::max(widest, block.width);
