@@ -10,8 +10,9 @@
 //
 // Freed large blocks are kept and handed out again (the block cache below). Every first
 // touch of a fresh page is a page fault in which the kernel zeroes the page and, on a
-// virtual machine, the host backs it: measured here at 0.6 to 2 s per GiB, against 0.05 s
-// per GiB to write memory the process already holds. A pipeline frees and allocates its
+// virtual machine, the host backs it: measured here (bench_machine --cold-gib) at 0.1 to
+// 0.5 s per GiB for the first GiB or two and 4 to 6.5 s per GiB beyond, against 0.04 s per
+// GiB to write memory the process already holds. A pipeline frees and allocates its
 // large arrays step after step (shard blocks, kNN lists, graphs, dense tiles), and neither
 // glibc (which unmaps every block over 32 MiB) nor oneTBB's allocator (measured: a 64 MiB
 // block freed and allocated again is faulted in again each time) keeps them.
