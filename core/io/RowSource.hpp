@@ -48,6 +48,10 @@ public:
     virtual std::vector<std::int64_t> row_offsets() = 0;
     /// A fresh, independent source over the same matrix (for reading on another thread).
     virtual std::unique_ptr<RowSource> clone() const = 0;
+    /// A hint that the rows read from now on are kept in memory and the file will not be
+    /// read again: a file-backed source then drops what it read from the page cache
+    /// (fresh pages the size of the file otherwise). Sources without a file ignore it.
+    virtual void set_read_once(bool) {}
 };
 
 /// Which matrix to open and how to name things.

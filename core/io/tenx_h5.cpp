@@ -146,6 +146,7 @@ public:
     }
 
     std::unique_ptr<RowSource> clone() const override { return std::make_unique<TenxH5Source>(m_matrix); }
+    void set_read_once(bool on) override { m_file.set_read_once(on); }
 
 private:
     /// indptr[begin .. end] (end - begin + 1 entries), checked against the stored size.

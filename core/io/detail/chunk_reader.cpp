@@ -134,6 +134,7 @@ bool read_chunked_parallel(const File& file, hid_t dataset, const std::string& o
                               buffer.data()) < 0)
                 file.fail(object, "chunk " + std::to_string(chunk) + " cannot be read (truncated file?)");
         }
+        file.drop_read_pages();
         // Decode in parallel, each chunk into its slice of `out`.
         tbb::parallel_for(batch, batch_end, [&](std::uint64_t chunk) {
             Decompressor& state = decompressors.local();

@@ -87,6 +87,7 @@ public:
     CsrShard read_rows(std::int64_t begin, std::int64_t end) override;
     std::vector<std::int64_t> row_offsets() override { return *m_info->offsets; }
     std::unique_ptr<RowSource> clone() const override { return std::make_unique<CsrRowSource>(m_info); }
+    void set_read_once(bool on) override { m_file.set_read_once(on); }
 
 private:
     std::shared_ptr<const MatrixInfo> m_info;

@@ -558,6 +558,30 @@ void explain_open_failure(const std::string& path) {
 
 }  // namespace
 
+void File::set_read_once(bool on) noexcept {
+    if (m_read_once && !on) {
+        if (const int handle = descriptor(); handle >= 0) ::posix_fadvise(handle, 0, 0, POSIX_FADV_DONTNEED);
+    }
+    m_read_once = on;
+    m_last_drop = std::chrono::steady_clock::now();
+}
+
+void File::drop_read_pages() const noexcept {
+    if (!m_read_once) return;
+    const auto now = std::chrono::steady_clock::now();
+    if (std::chrono::duration<double>(now - m_last_drop).count() < kReadOnceDropSeconds) return;
+    if (const int handle = descriptor(); handle >= 0) ::posix_fadvise(handle, 0, 0, POSIX_FADV_DONTNEED);
+    m_last_drop = now;
+}
+
+int File::descriptor() const noexcept {
+    const Handle access(H5Fget_access_plist(m_file.get()), H5Pclose);
+    if (!access || H5Pget_driver(access.get()) != H5FD_SEC2) return -1;
+    void* handle = nullptr;
+    if (H5Fget_vfd_handle(m_file.get(), access.get(), &handle) < 0 || handle == nullptr) return -1;
+    return *static_cast<int*>(handle);
+}
+
 File File::open_read(const std::string& path) {
     silence_errors();
     if (const FileImage* image = image_for(path)) {
@@ -840,10 +864,14 @@ void File::read_to(const std::string& object, std::int64_t offset, std::int64_t 
         if (info.dims.size() == 1 && count >= k_min_parallel_elements && offset >= 0 && offset <= info.dims[0] &&
             count <= info.dims[0] - offset) {
             Handle dataset = open_dataset(object);
-            if (read_chunked_parallel(*this, dataset.get(), object, values, offset, count)) return;
+            if (read_chunked_parallel(*this, dataset.get(), object, values, offset, count)) {
+                drop_read_pages();
+                return;
+            }
         }
     }
     read_into(object, native_type<T>(), values, offset, count);
+    drop_read_pages();
 }
 
 template <typename T>
