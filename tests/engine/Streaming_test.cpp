@@ -3,19 +3,14 @@
 // many ranks stream the same shards.
 #include "core/engine/detail/Streaming.hpp"
 
-#include <fcntl.h>
 #include <gtest/gtest.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
 #include <tbb/global_control.h>
-#include <unistd.h>
-
-#include <fstream>
 
 #include "core/backend/CpuBackend.hpp"
 #include "core/io/RowSource.hpp"
 #include "core/io/ShardedCsrSource.hpp"
 #include "core/io/synth.hpp"
+#include "tests/support/page_cache.hpp"
 #include "tests/support/paths.hpp"
 #include "tests/support/simulate.hpp"
 #include "tests/support/thread_comm.hpp"
@@ -141,34 +136,6 @@ TEST(Streaming, FirstPassKeepsTheRowsPackedWithinItsBudget) {
     EXPECT_EQ(over.qc.total_counts, plain.qc.total_counts);
 }
 
-/// The fraction of `path`'s pages in the page cache (mincore on a mapping of it).
-double resident_fraction(const std::string& path) {
-    const int descriptor = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (descriptor < 0) throw std::runtime_error("cannot open " + path);
-    struct stat info {};
-    ::fstat(descriptor, &info);
-    const auto size = static_cast<std::size_t>(info.st_size);
-    void* mapping = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, descriptor, 0);
-    ::close(descriptor);
-    if (mapping == MAP_FAILED) throw std::runtime_error("cannot map " + path);
-    const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
-    std::vector<unsigned char> pages((size + page - 1) / page);
-    const int status = ::mincore(mapping, size, pages.data());
-    ::munmap(mapping, size);
-    if (status != 0) throw std::runtime_error("mincore failed on " + path);
-    std::size_t resident = 0;
-    for (const unsigned char flags : pages) resident += flags & 1u;
-    return static_cast<double>(resident) / static_cast<double>(pages.size());
-}
-
-/// Reads the whole file (into the page cache).
-void read_whole_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::vector<char> buffer(1 << 20);
-    while (in.read(buffer.data(), static_cast<std::streamsize>(buffer.size())) || in.gcount() > 0) {
-    }
-}
-
 class PageCache : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(PageCache, PassThatPacksTheRowsDropsTheFileFromThePageCache) {
@@ -178,33 +145,21 @@ TEST_P(PageCache, PassThatPacksTheRowsDropsTheFileFromThePageCache) {
     options.num_genes = 2000;
     options.seed = 5;
     io::write_synthetic(file, options);
-    {
-        const int descriptor = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
-        ASSERT_GE(descriptor, 0);
-        ::fsync(descriptor);  // written pages are dirty until written back, and stay cached
-        read_whole_file(file);
-        const double cached = resident_fraction(file);
-        ::posix_fadvise(descriptor, 0, 0, POSIX_FADV_DONTNEED);
-        const double dropped = resident_fraction(file);
-        ::close(descriptor);
-        if (cached < 0.9 || dropped > 0.1)
-            GTEST_SKIP() << "the page cache of " << file << " cannot be observed or dropped on this file system ("
-                         << cached << " of it resident after a read, " << dropped << " after POSIX_FADV_DONTNEED)";
-    }
+    if (const auto reason = test::page_cache_unobservable(file)) GTEST_SKIP() << *reason;
     io::OpenedDataset opened = io::open_dataset(file);
     const auto& names = opened.meta.var.index();
     const ShardLayout layout = ShardLayout::single(plan_row_ranges(opened.source->row_offsets(), 2));
     JobContext ctx;
     // Streaming without packing: the later passes read the file again, so it stays cached.
-    read_whole_file(file);
+    test::read_whole_file(file);
     const StreamedStats plain = stream_statistics(*opened.source, names, layout, ctx, 512);
     ASSERT_FALSE(plain.packed);
-    EXPECT_GT(resident_fraction(file), 0.9);
+    EXPECT_GT(test::resident_fraction(file), 0.9);
     // Packing: the later passes read the packed rows, and the file's pages are dropped.
-    read_whole_file(file);
+    test::read_whole_file(file);
     const StreamedStats kept = stream_statistics(*opened.source, names, layout, ctx, 512, std::int64_t{1} << 30);
     ASSERT_TRUE(kept.packed);
-    EXPECT_LT(resident_fraction(file), 0.1);
+    EXPECT_LT(test::resident_fraction(file), 0.1);
     EXPECT_EQ(kept.qc.total_counts, plain.qc.total_counts);
     EXPECT_EQ(kept.packed->nnz(), opened.meta.nnz);
     // The file reads on as before (from disk), the same rows as the packed ones.

@@ -1,10 +1,13 @@
 #include "core/io/detail/hdf5_write.hpp"
 
+#include <fcntl.h>
 #include <libdeflate.h>
+#include <sys/stat.h>
 #include <tbb/enumerable_thread_specific.h>
 #include <tbb/parallel_for.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <memory>
 
@@ -84,6 +87,9 @@ AppendableDataset::AppendableDataset(const File& file, std::string object, Handl
     : m_file_path(file.path()), m_object(std::move(object)), m_type(std::move(type)), m_element_size(element_size),
       m_gzip_level(options.gzip_level), m_shuffle(options.shuffle && options.gzip_level > 0) {
     if (options.chunk_elements < 1) fail("chunk_elements must be >= 1");
+    if (options.write_behind_bytes < 0) fail("write_behind_bytes must be >= 0");
+    m_write_behind = options.write_behind_bytes;
+    if (m_write_behind > 0) m_descriptor = file.descriptor();
     if (options.gzip_level < 0 || options.gzip_level > 9) fail("gzip level must be in [0, 9]");
     m_chunk_elements = options.chunk_elements;
     m_batch_elements = m_chunk_elements * std::max<std::int64_t>(1, options.chunks_per_batch);
@@ -161,6 +167,29 @@ void AppendableDataset::append_bytes(const void* values, std::int64_t count) {
     }
 }
 
+void AppendableDataset::write_behind() {
+#ifdef __linux__
+    if (m_descriptor < 0) return;
+    struct stat info {};
+    if (::fstat(m_descriptor, &info) != 0 || !S_ISREG(info.st_mode)) return;
+    const std::int64_t size = info.st_size;
+    if (size - m_checked_size < m_write_behind) return;
+    m_checked_size = size;
+    // A failed write-back is a failed write; other errors (a file system without
+    // write-back) leave the pages to the kernel.
+    const auto check = [&](int status) {
+        if (status != 0 && (errno == EIO || errno == ENOSPC))
+            fail(std::string("writing to the disk failed (") + (errno == EIO ? "I/O error" : "disk full") + ")");
+    };
+    check(::sync_file_range(m_descriptor, 0, size, SYNC_FILE_RANGE_WRITE));
+    const std::int64_t settled = size - m_write_behind;
+    if (settled <= 0) return;
+    check(::sync_file_range(m_descriptor, 0, settled,
+                            SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER));
+    ::posix_fadvise(m_descriptor, 0, settled, POSIX_FADV_DONTNEED);
+#endif
+}
+
 void AppendableDataset::write_buffer(bool final_chunk) {
     (void)final_chunk;
     if (m_buffered == 0) return;
@@ -201,6 +230,7 @@ void AppendableDataset::write_chunks(const unsigned char* data, std::int64_t cou
             hsize_t offset = static_cast<hsize_t>(m_written + chunk * m_chunk_elements);
             if (H5Dwrite_chunk(m_dataset.get(), H5P_DEFAULT, 0, &offset, chunk_bytes, chunk_data(chunk)) < 0)
                 fail("chunk write failed (disk full?)");
+            write_behind();
         }
         m_written = new_size;
         return;
@@ -247,6 +277,7 @@ void AppendableDataset::write_chunks(const unsigned char* data, std::int64_t cou
                 result = H5Dwrite_chunk(m_dataset.get(), H5P_DEFAULT, skip_all, &offset, chunk_bytes, chunk_data(chunk));
             if (result < 0) fail("chunk write failed (disk full?)");
         }
+        write_behind();
     }
     m_written = new_size;
 }
