@@ -307,6 +307,9 @@ JobHandle Engine::open(std::string path) {
             data->meta = std::move(opened.meta);
         } else {
             const DeviceProvider* provider = state->config.device_provider.get();
+            // The rows are read once into the shards: the file's pages are dropped from
+            // the page cache as they are read (io::RowSource::set_read_once).
+            const io::ReadOnceScope read_once(*opened.source, true);
             data->raw = ranks ? detail::load_rank_shards(*opened.source, offsets, devices, provider, comm, ctx, data->device_note)
                               : detail::load_shards(*opened.source, offsets, devices, provider, ctx, data->device_note);
             data->meta = std::move(opened.meta);

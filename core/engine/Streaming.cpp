@@ -244,13 +244,7 @@ StreamedStats stream_statistics(io::RowSource& source, std::span<const std::stri
         // graph steps took 44-46 s of system time with the drops, 61-71 s without. Set for the
         // whole pass (the reader thread reads while this one packs); if the rows outgrow
         // the budget, the later passes read the file from disk.
-        struct ReadOnce {
-            io::RowSource& source;
-            explicit ReadOnce(io::RowSource& rows, bool on) : source(rows) { source.set_read_once(on); }
-            ~ReadOnce() { source.set_read_once(false); }
-            ReadOnce(const ReadOnce&) = delete;
-            ReadOnce& operator=(const ReadOnce&) = delete;
-        } read_once(source, keeper.matrix != nullptr);
+        const io::ReadOnceScope read_once(source, keeper.matrix != nullptr);
         for (const RowRange& range : layout.local())
             parts.push_back(shard_statistics(source, range, qc.mito_genes, shape.num_cells, ctx, block_rows, keeper));
     }

@@ -54,6 +54,23 @@ public:
     virtual void set_read_once(bool) {}
 };
 
+/// RowSource::set_read_once for a scope: on from construction (when `on`), off again
+/// when the scope ends, which drops what is still cached.
+class ReadOnceScope {
+public:
+    ReadOnceScope(RowSource& source, bool on) : m_source(on ? &source : nullptr) {
+        if (m_source != nullptr) m_source->set_read_once(true);
+    }
+    ~ReadOnceScope() {
+        if (m_source != nullptr) m_source->set_read_once(false);
+    }
+    ReadOnceScope(const ReadOnceScope&) = delete;
+    ReadOnceScope& operator=(const ReadOnceScope&) = delete;
+
+private:
+    RowSource* m_source;
+};
+
 /// Which matrix to open and how to name things.
 struct ReadOptions {
     /// "X" (default), "raw" (raw/X with raw/var), or "layers/<name>". h5ad only.
