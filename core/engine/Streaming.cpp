@@ -13,6 +13,7 @@
 #include <type_traits>
 
 #include "core/backend/CpuBackend.hpp"
+#include "core/memory/first_touch.hpp"
 #include "core/backend/stats_wire.hpp"
 
 namespace fathom::detail {
@@ -395,31 +396,6 @@ struct RowFactorRule {
     std::span<const double> given;                          ///< one per cell; empty: from the totals
     const NormalizeTotalOptions* normalization = nullptr;   ///< when `given` is empty (target_sum set)
 };
-
-/// `values` resized to `size` (zeros), its pages first touched by every thread: a page
-/// touched for the first time is a fault in which the kernel zeroes it (on this project's
-/// virtual machines 4 to 6.5 s per GiB, bench_machine --cold-gib), which resize() alone
-/// pays on one thread. The
-/// pages are touched within the reserved capacity, then resize() writes its zeros over
-/// memory already mapped.
-template <typename T>
-void resize_touched_in_parallel(std::vector<T>& values, std::size_t size) {
-    static_assert(std::is_trivially_copyable_v<T>);
-    if (size <= values.size()) {
-        values.resize(size);
-        return;
-    }
-    values.reserve(size);
-    auto* const begin = reinterpret_cast<unsigned char*>(values.data() + values.size());
-    const std::size_t bytes = (size - values.size()) * sizeof(T);
-    constexpr std::size_t k_page = 4096;
-    tbb::parallel_for(tbb::blocked_range<std::size_t>(0, (bytes + k_page - 1) / k_page, 256),
-                      [&](const tbb::blocked_range<std::size_t>& pages) {
-                          for (std::size_t page = pages.begin(); page != pages.end(); ++page)
-                              *static_cast<volatile unsigned char*>(begin + page * k_page) = 0;
-                      });
-    values.resize(size);
-}
 
 /// Pass 2 straight from the packed rows of the first pass: each row is decoded (PackedRowReader),
 /// its factor taken (RowFactorRule), and only its kept columns are written, scaled as

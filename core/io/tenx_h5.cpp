@@ -23,6 +23,7 @@
 #include "core/io/detail/input_checks.hpp"
 #include "core/io/detail/sort_rows.hpp"
 #include "core/io/readers.hpp"
+#include "core/memory/first_touch.hpp"
 
 namespace fathom::io {
 
@@ -196,8 +197,9 @@ void TenxH5Source::append_rows(std::int64_t begin, std::int64_t end, CsrShard& s
         // Every feature kept: each entry's place is known from indptr, so the values are
         // decoded straight into the shard and the indices checked and narrowed in parallel.
         for (std::size_t row = 1; row <= num_rows; ++row) shard.row_offsets.push_back(base + indptr[row] - first);
-        shard.gene_indices.resize(static_cast<std::size_t>(base + last - first));
-        shard.values.resize(static_cast<std::size_t>(base + last - first));
+        // The pages first touched by every thread (core/memory/first_touch.hpp).
+        resize_touched_in_parallel(shard.gene_indices, static_cast<std::size_t>(base + last - first));
+        resize_touched_in_parallel(shard.values, static_cast<std::size_t>(base + last - first));
         for (std::int64_t offset = first; offset < last; offset += block_entries) {
             const auto count = std::min(block_entries, last - offset);
             m_indices.resize(static_cast<std::size_t>(count));

@@ -42,12 +42,12 @@ FOLDERS = {
 # the layer (the engine links algo and io PRIVATE, so ui and app never see them).
 LAYERS = {
     "types": [],
-    "memory": [],  # allocation helpers (uninitialized.hpp), below every layer that uses them
+    "memory": [],  # allocation helpers (uninitialized.hpp, first_touch.hpp), below every layer that uses them
     "data": ["types+"],
-    "io": ["data+"],
+    "io": ["data+", "memory"],
     "backend": ["data+"],
     "algo": ["backend+", "data+", "memory"],
-    "engine": ["algo", "io", "backend+", "data+"],
+    "engine": ["algo", "io", "backend+", "data+", "memory"],
     "gpu": ["backend+"],
     "ui": ["engine+"],
     # Executables: no public headers. The CLI's file tools (info, convert, synth) read and

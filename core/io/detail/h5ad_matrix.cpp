@@ -10,6 +10,7 @@
 
 #include "core/io/detail/hdf5_ext.hpp"
 #include "core/io/detail/h5ad_elements.hpp"
+#include "core/memory/first_touch.hpp"
 
 namespace fathom::io::h5ad {
 
@@ -362,8 +363,9 @@ CsrShard CscRowSource::read_rows(std::int64_t begin, std::int64_t end) {
         }
     }
     std::partial_sum(shard.row_offsets.begin(), shard.row_offsets.end(), shard.row_offsets.begin());
-    shard.gene_indices.resize(static_cast<std::size_t>(shard.nnz()));
-    shard.values.resize(static_cast<std::size_t>(shard.nnz()));
+    // The pages first touched by every thread (core/memory/first_touch.hpp).
+    resize_touched_in_parallel(shard.gene_indices, static_cast<std::size_t>(shard.nnz()));
+    resize_touched_in_parallel(shard.values, static_cast<std::size_t>(shard.nnz()));
     std::vector<std::int64_t> cursor(shard.row_offsets.begin(), shard.row_offsets.end() - 1);
 
     // Pass 2: fill. Columns are visited in increasing order, so rows come out sorted.

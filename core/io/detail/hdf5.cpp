@@ -2,6 +2,7 @@
 
 #include "core/io/detail/chunk_reader.hpp"
 #include "core/io/detail/input_checks.hpp"
+#include "core/memory/first_touch.hpp"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -845,7 +846,9 @@ std::vector<T> File::read(const std::string& object, std::int64_t offset, std::i
     if (count > 0)
         detail::check_declared_size(m_path, object, std::to_string(count) + " elements", static_cast<std::uint64_t>(count),
                                     sizeof(T));
-    std::vector<T> values(static_cast<std::size_t>(std::max<std::int64_t>(0, count)));
+    std::vector<T> values;
+    // Large reads: the pages first touched by every thread (core/memory/first_touch.hpp).
+    resize_touched_in_parallel(values, static_cast<std::size_t>(std::max<std::int64_t>(0, count)));
     read_to(object, offset, count, values.data());
     return values;
 }
