@@ -13,8 +13,8 @@
 #include <type_traits>
 
 #include "core/backend/CpuBackend.hpp"
-#include "core/memory/first_touch.hpp"
 #include "core/backend/stats_wire.hpp"
+#include "core/memory/first_touch.hpp"
 
 namespace fathom::detail {
 
@@ -240,7 +240,7 @@ StreamedStats stream_statistics(io::RowSource& source, std::span<const std::stri
     std::vector<ShardStatistics> parts;
     {
         // Packing the rows: the later passes read them, not the file, so the file's pages
-        // are dropped from the page cache as they are read (io::h5::File::set_read_once).
+        // are dropped from the page cache as they are read (io::RowSource::set_read_once).
         // A 1.3M-cell 10x file is otherwise 3.9 GB of fresh pages: the 1.3M run without
         // graph steps took 44-46 s of system time with the drops, 61-71 s without. Set for the
         // whole pass (the reader thread reads while this one packs); if the rows outgrow

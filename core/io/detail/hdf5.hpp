@@ -95,7 +95,6 @@ public:
     /// pays for in system time. Dropping after every read would also throw away the
     /// kernel's read-ahead.
     void set_read_once(bool on) noexcept;
-    bool read_once() const noexcept { return m_read_once; }
     /// In read-once mode, drops the file's cached pages when the last drop is older than
     /// kReadOnceDropSeconds (the readers call it after each read).
     void drop_read_pages() const noexcept;
