@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <type_traits>
 #include <vector>
 
 #include "core/io/detail/hdf5.hpp"
@@ -34,6 +35,40 @@ void convert(const unsigned char* bytes, const StoredType& stored, std::size_t f
         for (std::size_t index = 0; index < count; ++index) {
             S value;
             std::memcpy(&value, bytes + (first + index) * sizeof(S), sizeof(S));
+            out[index] = static_cast<T>(value);
+        }
+    };
+    if (stored.is_float) {
+        if (stored.size == 4) return copy(float{});
+        return copy(double{});
+    }
+    switch (stored.size) {
+        case 1: return stored.is_signed ? copy(std::int8_t{}) : copy(std::uint8_t{});
+        case 2: return stored.is_signed ? copy(std::int16_t{}) : copy(std::uint16_t{});
+        case 4: return stored.is_signed ? copy(std::int32_t{}) : copy(std::uint32_t{});
+        default: return stored.is_signed ? copy(std::int64_t{}) : copy(std::uint64_t{});
+    }
+}
+
+/// Elements [first, first + count) of a shuffled buffer of `num_elements` whole elements
+/// (H5Z_FILTER_SHUFFLE: byte j of element i is stored at j * num_elements + i), as T:
+/// the inverse shuffle and the conversion in one pass, each element assembled in a
+/// register from its byte planes (the planes are read in order, `out` written once).
+template <typename T>
+void unshuffle_convert(const unsigned char* planes, const StoredType& stored, std::size_t num_elements, std::size_t first,
+                       std::size_t count, T* out) {
+    auto copy = [&](auto tag) {
+        using S = decltype(tag);
+        constexpr std::size_t size = sizeof(S);
+        using Bits = std::conditional_t<size == 8, std::uint64_t, std::conditional_t<size == 4, std::uint32_t,
+                                                                  std::conditional_t<size == 2, std::uint16_t, std::uint8_t>>>;
+        const unsigned char* base = planes + first;
+        for (std::size_t index = 0; index < count; ++index) {
+            Bits bits = 0;
+            for (std::size_t byte = 0; byte < size; ++byte)
+                bits |= static_cast<Bits>(static_cast<Bits>(base[byte * num_elements + index]) << (8 * byte));
+            S value;
+            std::memcpy(&value, &bits, size);
             out[index] = static_cast<T>(value);
         }
     };
@@ -146,9 +181,20 @@ bool read_chunked_parallel(const File& file, hid_t dataset, const std::string& o
             state.first.resize(static_cast<std::size_t>(chunk_bytes));
             state.second.resize(static_cast<std::size_t>(chunk_bytes));
             bool use_first = true;
+            // Shuffle as the pipeline's first filter (h5py's and CellRanger's order) is
+            // undone last: that step and the conversion are one pass into `out`.
+            bool shuffled = false;
             // Reading undoes the pipeline from its last filter to its first.
             for (int index = static_cast<int>(filters.size()) - 1; index >= 0; --index) {
                 if (mask & (1u << index)) continue;  // this filter was skipped for this chunk
+                if (index == 0 && filters[0] == H5Z_FILTER_SHUFFLE && stored.size > 1) {
+                    if (current_size > chunk_bytes)
+                        file.fail(object, "chunk " + std::to_string(chunk) + " holds " + std::to_string(current_size) +
+                                              " bytes before unshuffling; a chunk is " + std::to_string(chunk_bytes) +
+                                              " bytes");
+                    shuffled = true;
+                    break;
+                }
                 unsigned char* target = use_first ? state.first.data() : state.second.data();
                 if (filters[static_cast<std::size_t>(index)] == H5Z_FILTER_DEFLATE) {
                     std::size_t produced = 0;
@@ -182,8 +228,12 @@ bool read_chunked_parallel(const File& file, hid_t dataset, const std::string& o
             if ((to - chunk_begin) * stored.size > current_size)
                 file.fail(object, "chunk " + std::to_string(chunk) + " decodes to " + std::to_string(current_size) +
                                       " bytes, too few for its elements");
-            convert(current, stored, static_cast<std::size_t>(from - chunk_begin), static_cast<std::size_t>(to - from),
-                    out + (from - static_cast<std::uint64_t>(offset)));
+            T* const target = out + (from - static_cast<std::uint64_t>(offset));
+            if (shuffled)
+                unshuffle_convert(current, stored, current_size / stored.size, static_cast<std::size_t>(from - chunk_begin),
+                                  static_cast<std::size_t>(to - from), target);
+            else
+                convert(current, stored, static_cast<std::size_t>(from - chunk_begin), static_cast<std::size_t>(to - from), target);
         });
     }
     return true;
