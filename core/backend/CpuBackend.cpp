@@ -17,6 +17,7 @@
 #include "core/backend/project_kernel.hpp"
 #include "core/backend/sparse_gram.hpp"
 #include "core/data/ShardedCsr.hpp"
+#include "core/data/counts.hpp"
 
 namespace fathom {
 
@@ -284,6 +285,85 @@ ColumnStats CpuBackend::column_stats(const ColumnStatsRequest& request, JobConte
     return reduce_lanes(m_shard, static_cast<std::int64_t>(genes) * 24, make, body, combine);
 }
 
+CpuBackend::CountStats CpuBackend::count_stats(std::span<const std::uint8_t> gene_mask, JobContext& ctx) const {
+    if (!gene_mask.empty()) check_size("count_stats", "gene_mask", gene_mask.size(), m_shard.num_genes);
+    const auto rows = static_cast<std::size_t>(m_shard.num_rows());
+    const auto genes = static_cast<std::size_t>(m_shard.num_genes);
+    CountStats stats;
+    stats.rows.total.assign(rows, 0.0);
+    stats.rows.nnz.assign(rows, 0);
+    if (!gene_mask.empty()) stats.rows.subset_total.assign(rows, 0.0);
+    // One gene's four sums side by side: an entry touches one cache line of the lane's
+    // partial.
+    struct GeneSums {
+        double raw_sum = 0.0;
+        std::int64_t raw_nnz = 0;
+        double sum = 0.0;
+        double sum_squares = 0.0;
+    };
+    struct Partial {
+        std::vector<GeneSums> genes;
+        bool counts = true;
+    };
+    auto make = [genes] { return Partial{std::vector<GeneSums>(genes), true}; };
+    auto body = [&](Partial& partial, const RowRange& lane) {
+        unsigned counts = 1;
+        for_rows_checked(m_shard, lane.begin, lane.end, ctx, [&](std::int64_t row) {
+            const auto begin = static_cast<std::size_t>(m_shard.row_offsets[static_cast<std::size_t>(row)]);
+            const auto end = static_cast<std::size_t>(m_shard.row_offsets[static_cast<std::size_t>(row) + 1]);
+            // row_stats' sums, in entry order.
+            double total = 0.0, subset = 0.0;
+            std::int64_t nonzero = 0;
+            for (std::size_t entry = begin; entry < end; ++entry) {
+                const float stored = m_shard.values[entry];
+                const double value = stored;
+                total += value;
+                nonzero += value != 0.0 ? 1 : 0;
+                counts &= is_count(stored) ? 1u : 0u;
+                if (!gene_mask.empty() && gene_mask[static_cast<std::size_t>(m_shard.gene_indices[entry])]) subset += value;
+            }
+            stats.rows.total[static_cast<std::size_t>(row)] = total;
+            stats.rows.nnz[static_cast<std::size_t>(row)] = nonzero;
+            if (!gene_mask.empty()) stats.rows.subset_total[static_cast<std::size_t>(row)] = subset;
+            // column_stats' sums: raw, and scaled as float32(value * (1 / total)).
+            const double scale = total > 0.0 ? 1.0 / total : 0.0;
+            for (std::size_t entry = begin; entry < end; ++entry) {
+                const float stored = m_shard.values[entry];
+                GeneSums& sums = partial.genes[static_cast<std::size_t>(m_shard.gene_indices[entry])];
+                sums.raw_sum += static_cast<double>(stored);
+                sums.raw_nnz += stored != 0.0f ? 1 : 0;
+                const double scaled = static_cast<float>(static_cast<double>(stored) * scale);
+                sums.sum += scaled;
+                sums.sum_squares += scaled * scaled;
+            }
+        });
+        partial.counts = counts != 0;
+    };
+    auto combine = [](Partial& total, const Partial& part) {
+        for (std::size_t gene = 0; gene < total.genes.size(); ++gene) {
+            total.genes[gene].raw_sum += part.genes[gene].raw_sum;
+            total.genes[gene].raw_nnz += part.genes[gene].raw_nnz;
+            total.genes[gene].sum += part.genes[gene].sum;
+            total.genes[gene].sum_squares += part.genes[gene].sum_squares;
+        }
+        total.counts = total.counts && part.counts;
+    };
+    // column_stats' lanes (its partial's size), so the sums are added in its order.
+    const Partial total = reduce_lanes(m_shard, static_cast<std::int64_t>(genes) * 24, make, body, combine);
+    stats.raw_sum.resize(genes);
+    stats.raw_nnz.resize(genes);
+    stats.scaled_sum.resize(genes);
+    stats.scaled_sum_squares.resize(genes);
+    for (std::size_t gene = 0; gene < total.genes.size(); ++gene) {
+        stats.raw_sum[gene] = total.genes[gene].raw_sum;
+        stats.raw_nnz[gene] = total.genes[gene].raw_nnz;
+        stats.scaled_sum[gene] = total.genes[gene].sum;
+        stats.scaled_sum_squares[gene] = total.genes[gene].sum_squares;
+    }
+    stats.counts = total.counts;
+    return stats;
+}
+
 GroupColumnStats CpuBackend::group_column_stats(std::span<const std::int32_t> labels, int num_groups,
                                                 const ColumnStatsRequest& request, JobContext& ctx) const {
     if (num_groups < 0) throw std::invalid_argument("Backend::group_column_stats: num_groups must be >= 0");
@@ -493,8 +573,7 @@ DenseMatrix<double> CpuBackend::project(const ProjectionRequest& request, JobCon
 
 bool CpuBackend::values_are_counts(JobContext& ctx) const {
     ctx.checkpoint();
-    return std::all_of(m_shard.values.begin(), m_shard.values.end(),
-                       [](float value) { return value >= 0.0f && value == std::floor(value); });
+    return all_counts(m_shard.values);
 }
 
 void CpuBackend::scale_rows(std::span<const double> factors, JobContext& ctx) {

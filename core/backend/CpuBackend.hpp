@@ -45,6 +45,20 @@ public:
     void subset_columns(std::span<const std::uint8_t> keep, JobContext& ctx) override;
     void subset_rows(std::span<const std::uint8_t> keep, std::int64_t new_row_begin, JobContext& ctx) override;
 
+    /// A streamed block's first-pass statistics in one pass over its entries (each row's
+    /// entries are read twice while they are in cache). The same arithmetic, lanes and
+    /// order as row_stats(gene_mask), the raw column_stats (sum and nnz), the column_stats
+    /// with each row scaled by 1 / its total (0 for an empty row; sum and sum_squares)
+    /// and values_are_counts, so the bits are theirs.
+    struct CountStats {
+        RowStats rows;
+        std::vector<double> raw_sum;
+        std::vector<std::int64_t> raw_nnz;
+        std::vector<double> scaled_sum, scaled_sum_squares;
+        bool counts = true;
+    };
+    CountStats count_stats(std::span<const std::uint8_t> gene_mask, JobContext& ctx) const;
+
     /// Read access for tests and for code that must see the shard itself.
     const CsrShard& shard() const noexcept { return m_shard; }
     /// Gives the shard back and leaves the backend without rows: a streaming pass reuses

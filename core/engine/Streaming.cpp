@@ -153,35 +153,21 @@ ShardStatistics shard_statistics(io::RowSource& source, const RowRange& range, s
         // One block as a temporary CPU backend, so the statistics are the same
         // primitives (and the same arithmetic) as the in-memory path.
         CpuBackend block(std::move(rows_read), 0);
-        const RowStats rows = block.row_stats(mito_genes, ctx);
-        std::vector<double> inverse_total(rows.total.size());
-        for (std::size_t row = 0; row < rows.total.size(); ++row) {
-            inverse_total[row] = rows.total[row] > 0.0 ? 1.0 / rows.total[row] : 0.0;
-            part.total.push_back(rows.total[row]);
-            part.nnz.push_back(rows.nnz[row]);
-            part.subset_total.push_back(rows.subset_total[row]);
-        }
-        const ColumnStats raw = block.column_stats(ColumnStatsRequest{}, ctx);
-        ColumnStatsRequest scaled;
-        scaled.row_scale = inverse_total;
-        const ColumnStats normalized = block.column_stats(scaled, ctx);
+        // The statistics of row_stats and of the raw and row-scaled column_stats, and the
+        // count test, in one pass over the block (CpuBackend::count_stats: the same
+        // arithmetic, lanes and order as those primitives).
+        const CpuBackend::CountStats stats = block.count_stats(mito_genes, ctx);
+        const RowStats& rows = stats.rows;
+        part.total.insert(part.total.end(), rows.total.begin(), rows.total.end());
+        part.nnz.insert(part.nnz.end(), rows.nnz.begin(), rows.nnz.end());
+        part.subset_total.insert(part.subset_total.end(), rows.subset_total.begin(), rows.subset_total.end());
         for (std::size_t gene = 0; gene < num_genes; ++gene) {
-            part.gene_totals[gene] += raw.sum[gene];
-            part.gene_cells[gene] += raw.nnz[gene];
-            part.sum_inverse_total[gene] += normalized.sum[gene];
-            part.sum_squares_inverse_total[gene] += normalized.sum_squares[gene];
+            part.gene_totals[gene] += stats.raw_sum[gene];
+            part.gene_cells[gene] += stats.raw_nnz[gene];
+            part.sum_inverse_total[gene] += stats.scaled_sum[gene];
+            part.sum_squares_inverse_total[gene] += stats.scaled_sum_squares[gene];
         }
-        if (part.integer_counts) {
-            const std::vector<float>& values = block.shard().values;
-            part.integer_counts = tbb::parallel_reduce(
-                tbb::blocked_range<std::size_t>(0, values.size(), 1 << 16), true,
-                [&](const tbb::blocked_range<std::size_t>& range, bool counts) {
-                    for (std::size_t entry = range.begin(); counts && entry < range.end(); ++entry)
-                        counts = !(values[entry] < 0.0f || values[entry] != std::floor(values[entry]));
-                    return counts;
-                },
-                [](bool left, bool right) { return left && right; });
-        }
+        part.integer_counts = part.integer_counts && stats.counts;
         keeper.add(block.shard());
         rows_read = block.take_shard();  // its arrays take a later block
         ctx.report(static_cast<double>(end) / static_cast<double>(std::max<std::int64_t>(1, num_cells)));

@@ -17,6 +17,7 @@
 #include <map>
 #include <stdexcept>
 
+#include "core/data/counts.hpp"
 #include "core/io/detail/hdf5.hpp"
 #include "core/io/readers.hpp"
 
@@ -239,7 +240,7 @@ OpenedDataset open_loom(const std::string& path, const ReadOptions& options) {
     for (std::int64_t first = 0; first < shape.num_cells; first += block) {
         const CsrShard rows = slab_rows(file, object, shape.num_genes, first, std::min(shape.num_cells, first + block));
         for (std::int64_t row = 0; row < rows.num_rows(); ++row) offsets.push_back(offsets.back() + rows.row_offsets[row + 1] - rows.row_offsets[row]);
-        for (float value : rows.values) integer = integer && value >= 0.0f && value == std::floor(value);
+        integer = integer && all_counts(rows.values);
     }
 
     OpenedDataset opened;

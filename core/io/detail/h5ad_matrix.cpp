@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "core/data/counts.hpp"
 #include "core/io/detail/hdf5_ext.hpp"
 #include "core/io/detail/h5ad_elements.hpp"
 #include "core/memory/first_touch.hpp"
@@ -172,7 +173,7 @@ void inspect_dense(const h5::File& file, MatrixInfo& info, const ExpectedShape& 
                 if (!std::isfinite(value))
                     fail_not_finite(file, object, value, "row " + std::to_string(row) + ", column " + std::to_string(col));
                 if (value != 0.0f) ++count;
-                integer = integer && value >= 0.0f && value == std::floor(value);
+                integer = integer && is_count(value);
             }
             (*offsets)[static_cast<std::size_t>(row + 1)] = (*offsets)[static_cast<std::size_t>(row)] + count;
         }
