@@ -66,12 +66,23 @@ constexpr std::array<Unpacker, sizeof...(Widths)> make_unpackers(std::index_sequ
 /// One unpacker per width 0 ... 32.
 constexpr auto k_unpackers = make_unpackers(std::make_index_sequence<33>{});
 
-/// The value as a packed integer, or false when it is not a non-negative integer below
-/// 2^31 that converts back to the same bits (-0.0, NaN, fractions keep their float bits).
-inline bool as_count(float value, std::uint32_t& count) {
-    if (!(value >= 0.0f && value < 2147483648.0f)) return false;
-    count = static_cast<std::uint32_t>(value);
-    return std::bit_cast<std::uint32_t>(static_cast<float>(count)) == std::bit_cast<std::uint32_t>(value);
+/// Throws, naming the first row whose gene index is out of order or outside
+/// [0, num_genes) (rows in CSR form from `row_begin`).
+[[noreturn]] void throw_bad_gene(std::int64_t row_begin, std::int64_t num_genes, const std::vector<std::int64_t>& row_offsets,
+                                 const std::int32_t* gene_indices) {
+    for (std::size_t row = 0; row + 1 < row_offsets.size(); ++row) {
+        std::int64_t previous = -1;
+        for (auto entry = row_offsets[row]; entry < row_offsets[row + 1]; ++entry) {
+            const std::int64_t gene = gene_indices[entry];
+            if (gene <= previous || gene >= num_genes)
+                throw std::invalid_argument("pack_rows: row " + std::to_string(row_begin + static_cast<std::int64_t>(row)) +
+                                            " has gene index " + std::to_string(gene) +
+                                            (gene >= num_genes || gene < 0 ? " outside [0, " + std::to_string(num_genes) + ")"
+                                                                           : " not after " + std::to_string(previous)));
+            previous = gene;
+        }
+    }
+    throw std::logic_error("pack_rows: a bad gene index was found but not located");
 }
 
 /// Bytes of the group of `count` entries starting at `group`.
@@ -122,29 +133,47 @@ PackedRows pack_rows(const CsrShard& all_rows, std::int64_t first_row, std::int6
     for (std::size_t first = 0; first < nnz; first += k_group) {
         const std::size_t count = std::min(k_group, nnz - first);
         std::uint32_t widest_gap = 0, largest = 0;
-        bool integers = true;
-        for (std::size_t index = 0; index < count; ++index) {
-            const std::size_t entry = first + index;
-            while (entry == row_end) {
+        // The group's gaps, run by run between row ends: inside a run each gap is the
+        // difference of neighbours, a loop without branches. `bad` collects any index
+        // out of order or range; the rows are then checked one by one for the message.
+        const std::int32_t* genes = rows.gene_indices + first;
+        std::uint32_t bad = 0;
+        for (std::size_t index = 0; index < count;) {
+            while (first + index == row_end) {
                 ++row;
                 row_end = static_cast<std::size_t>(rows.row_offsets[row + 1]);
                 previous = -1;
             }
-            const std::int64_t gene = rows.gene_indices[entry];
-            if (gene <= previous || gene >= rows.num_genes)
-                throw std::invalid_argument("pack_rows: row " + std::to_string(rows.row_begin + static_cast<std::int64_t>(row)) +
-                                            " has gene index " + std::to_string(gene) +
-                                            (gene >= rows.num_genes || gene < 0
-                                                 ? " outside [0, " + std::to_string(rows.num_genes) + ")"
-                                                 : " not after " + std::to_string(previous)));
-            gaps[index] = static_cast<std::uint32_t>(gene - previous - 1);
+            const std::size_t run = std::min(count, row_end - first);
+            const std::int64_t head = genes[index];
+            bad |= (head <= previous || head >= rows.num_genes ? 1u : 0u);
+            gaps[index] = static_cast<std::uint32_t>(head - previous - 1);
             widest_gap |= gaps[index];
-            previous = gene;
-            if (integers) {
-                integers = as_count(rows.values[entry], counts[index]);
-                largest |= counts[index];
+            for (std::size_t at = index + 1; at < run; ++at) {
+                const std::int32_t gene = genes[at], before = genes[at - 1];
+                bad |= ((gene <= before) | (gene >= rows.num_genes)) ? 1u : 0u;
+                gaps[at] = static_cast<std::uint32_t>(gene) - static_cast<std::uint32_t>(before) - 1u;
+                widest_gap |= gaps[at];
             }
+            previous = genes[run - 1];
+            index = run;
         }
+        if (bad) throw_bad_gene(rows.row_begin, rows.num_genes, rows.row_offsets, rows.gene_indices);
+        // The values as packed integers when every one is a non-negative integer below
+        // 2^31 that converts back to the same bits (-0.0, NaN and fractions keep their
+        // float bits), tested without a branch per value.
+        std::uint32_t integer = 1;
+        for (std::size_t index = 0; index < count; ++index) {
+            const float value = rows.values[first + index];
+            const bool in_range = value >= 0.0f && value < 2147483648.0f;
+            const auto whole = static_cast<std::int32_t>(in_range ? value : 0.0f);
+            integer &= (in_range && std::bit_cast<std::uint32_t>(static_cast<float>(whole)) == std::bit_cast<std::uint32_t>(value))
+                           ? 1u
+                           : 0u;
+            counts[index] = static_cast<std::uint32_t>(whole);
+            largest |= counts[index];
+        }
+        const bool integers = integer != 0;
         const auto gap_width = static_cast<unsigned>(std::bit_width(widest_gap));
         const auto value_width = integers ? static_cast<unsigned>(std::bit_width(largest)) : unsigned{k_raw_floats};
         const std::size_t at = size;

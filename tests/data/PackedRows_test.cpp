@@ -123,5 +123,34 @@ TEST(PackedRows, RejectsUnsortedOrOutOfRangeIndices) {
     }
 }
 
+TEST(PackedRows, NamesTheFirstBadRowOfALongShard) {
+    const CsrShard good = random_rows(300, 2000, 0.1, 9, [](std::mt19937_64& rng) { return static_cast<float>(1 + rng() % 5); });
+    // Row 250 (the 267th of the matrix) repeats an index deep inside the shard.
+    CsrShard repeated = good;
+    const auto at = static_cast<std::size_t>(repeated.row_offsets[250] + 5);
+    ASSERT_LT(at + 1, static_cast<std::size_t>(repeated.row_offsets[251]));
+    repeated.gene_indices[at + 1] = repeated.gene_indices[at];
+    try {
+        pack_rows(repeated);
+        FAIL() << "a repeated index was packed";
+    } catch (const std::invalid_argument& error) {
+        const std::string expected = "row 267 has gene index " + std::to_string(repeated.gene_indices[at]) + " not after " +
+                                     std::to_string(repeated.gene_indices[at]);
+        EXPECT_NE(std::string(error.what()).find(expected), std::string::npos) << error.what();
+    }
+    // A negative index at the head of row 100, and a later one past the columns: the first is named.
+    CsrShard negative = good;
+    negative.gene_indices[static_cast<std::size_t>(negative.row_offsets[100])] = -3;
+    negative.gene_indices[static_cast<std::size_t>(negative.row_offsets[200])] = 2000;
+    try {
+        pack_rows(negative);
+        FAIL() << "a negative index was packed";
+    } catch (const std::invalid_argument& error) {
+        EXPECT_NE(std::string(error.what()).find("row 117 has gene index -3 outside [0, 2000)"), std::string::npos)
+            << error.what();
+    }
+    expect_same_bits(good, unpack_rows(pack_rows(good)));
+}
+
 }  // namespace
 }  // namespace fathom
