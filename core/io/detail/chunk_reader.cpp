@@ -26,6 +26,21 @@ struct StoredType {
     std::size_t size = 0;
 };
 
+/// Calls copy(S{}) with S the C++ type of the stored elements.
+template <typename Copy>
+void with_stored_type(const StoredType& stored, Copy&& copy) {
+    if (stored.is_float) {
+        if (stored.size == 4) return copy(float{});
+        return copy(double{});
+    }
+    switch (stored.size) {
+        case 1: return stored.is_signed ? copy(std::int8_t{}) : copy(std::uint8_t{});
+        case 2: return stored.is_signed ? copy(std::int16_t{}) : copy(std::uint16_t{});
+        case 4: return stored.is_signed ? copy(std::int32_t{}) : copy(std::uint32_t{});
+        default: return stored.is_signed ? copy(std::int64_t{}) : copy(std::uint64_t{});
+    }
+}
+
 /// Element `index` of a little-endian buffer of `stored` elements, as T (what HDF5's
 /// conversion yields for in-range values: the same as a C++ conversion).
 template <typename T>
@@ -38,16 +53,7 @@ void convert(const unsigned char* bytes, const StoredType& stored, std::size_t f
             out[index] = static_cast<T>(value);
         }
     };
-    if (stored.is_float) {
-        if (stored.size == 4) return copy(float{});
-        return copy(double{});
-    }
-    switch (stored.size) {
-        case 1: return stored.is_signed ? copy(std::int8_t{}) : copy(std::uint8_t{});
-        case 2: return stored.is_signed ? copy(std::int16_t{}) : copy(std::uint16_t{});
-        case 4: return stored.is_signed ? copy(std::int32_t{}) : copy(std::uint32_t{});
-        default: return stored.is_signed ? copy(std::int64_t{}) : copy(std::uint64_t{});
-    }
+    with_stored_type(stored, copy);
 }
 
 /// Elements [first, first + count) of a shuffled buffer of `num_elements` whole elements
@@ -72,16 +78,7 @@ void unshuffle_convert(const unsigned char* planes, const StoredType& stored, st
             out[index] = static_cast<T>(value);
         }
     };
-    if (stored.is_float) {
-        if (stored.size == 4) return copy(float{});
-        return copy(double{});
-    }
-    switch (stored.size) {
-        case 1: return stored.is_signed ? copy(std::int8_t{}) : copy(std::uint8_t{});
-        case 2: return stored.is_signed ? copy(std::int16_t{}) : copy(std::uint16_t{});
-        case 4: return stored.is_signed ? copy(std::int32_t{}) : copy(std::uint32_t{});
-        default: return stored.is_signed ? copy(std::int64_t{}) : copy(std::uint64_t{});
-    }
+    with_stored_type(stored, copy);
 }
 
 /// H5Z_FILTER_SHUFFLE's inverse: byte j of element i is stored at j * n + i.
