@@ -184,13 +184,17 @@ bool read_chunked_parallel(const File& file, hid_t dataset, const std::string& o
             // Reading undoes the pipeline from its last filter to its first.
             for (int index = static_cast<int>(filters.size()) - 1; index >= 0; --index) {
                 if (mask & (1u << index)) continue;  // this filter was skipped for this chunk
-                if (index == 0 && filters[0] == H5Z_FILTER_SHUFFLE && stored.size > 1) {
+                if (filters[static_cast<std::size_t>(index)] == H5Z_FILTER_SHUFFLE) {
+                    // The target holds one chunk: a stored chunk larger than that (its
+                    // size disagrees with its filters) is corrupt, never copied.
                     if (current_size > chunk_bytes)
                         file.fail(object, "chunk " + std::to_string(chunk) + " holds " + std::to_string(current_size) +
                                               " bytes before unshuffling; a chunk is " + std::to_string(chunk_bytes) +
                                               " bytes");
-                    shuffled = true;
-                    break;
+                    if (index == 0 && stored.size > 1) {
+                        shuffled = true;
+                        break;
+                    }
                 }
                 unsigned char* target = use_first ? state.first.data() : state.second.data();
                 if (filters[static_cast<std::size_t>(index)] == H5Z_FILTER_DEFLATE) {
@@ -201,12 +205,6 @@ bool read_chunked_parallel(const File& file, hid_t dataset, const std::string& o
                         file.fail(object, "chunk " + std::to_string(chunk) + " holds a corrupt deflate stream");
                     current_size = produced;
                 } else {
-                    // The target holds one chunk: a stored chunk larger than that (its
-                    // size disagrees with its filters) is corrupt, never copied.
-                    if (current_size > chunk_bytes)
-                        file.fail(object, "chunk " + std::to_string(chunk) + " holds " + std::to_string(current_size) +
-                                              " bytes before unshuffling; a chunk is " + std::to_string(chunk_bytes) +
-                                              " bytes");
                     // Bytes past the last whole element stay in place (H5Z_FILTER_SHUFFLE).
                     const std::size_t whole = current_size / stored.size;
                     unshuffle(current, target, whole, stored.size);
